@@ -1,0 +1,57 @@
+"""The attention backend interface and its registry."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from engine.runtime.forward_batch import ForwardBatch
+
+
+class AttentionBackend(ABC):
+    """Stores a layer's new K/V in the pool, then attends over each request's whole KV."""
+
+    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int) -> None:
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.scale = head_dim**-0.5
+
+    @abstractmethod
+    def init_forward_metadata(self, batch: ForwardBatch) -> None:
+        """Prepare per-forward index tensors and masks on ``batch.attn_metadata``."""
+
+    @abstractmethod
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer_id: int, batch: ForwardBatch
+    ) -> torch.Tensor:
+        """q: [T, heads, head_dim]; k, v: [T, kv_heads, head_dim] -> [T, heads * head_dim]."""
+
+
+_REGISTRY: dict[str, type[AttentionBackend]] = {}
+
+
+def register_attention_backend(name: str) -> Callable[[type[AttentionBackend]], type[AttentionBackend]]:
+    def decorate(cls: type[AttentionBackend]) -> type[AttentionBackend]:
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def available_attention_backends() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def create_attention_backend(
+    name: str, num_heads: int, num_kv_heads: int, head_dim: int
+) -> AttentionBackend:
+    if name not in _REGISTRY:
+        raise ValueError(
+            f"unknown attention backend {name!r}; available: {', '.join(available_attention_backends())}"
+        )
+    return _REGISTRY[name](num_heads, num_kv_heads, head_dim)

@@ -1,0 +1,155 @@
+"""What the engine needs to know about a model, read from its ``config.json``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+class UnsupportedModelError(ValueError):
+    """The model directory holds an architecture or feature the engine cannot run."""
+
+
+@dataclass(frozen=True)
+class RopeConfig:
+    """Rotary embedding parameters: ``rope_type`` is one of default, linear, llama3."""
+
+    theta: float
+    rope_type: str = "default"
+    factor: float = 1.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_position_embeddings: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only transformer's shape, normalised across Llama, Qwen2/3 and Mistral."""
+
+    model_path: str
+    architecture: str
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    rope: RopeConfig
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    attention_bias: bool
+    qk_norm: bool
+    hidden_act: str
+    config_dtype: torch.dtype
+    sliding_window: int | None
+    eos_token_ids: tuple[int, ...]
+    bos_token_id: int | None
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_dir(cls, model_path: str | Path) -> ModelConfig:
+        path = Path(model_path)
+        config_file = path / "config.json"
+        if not config_file.is_file():
+            raise UnsupportedModelError(f"{path} has no config.json: not a Hugging Face model directory")
+        raw = json.loads(config_file.read_text())
+        return cls.from_dict(raw, str(path), _generation_eos(path))
+
+    @classmethod
+    def from_dict(
+        cls, raw: dict[str, Any], model_path: str, generation_eos: tuple[int, ...] = ()
+    ) -> ModelConfig:
+        from engine.models.registry import supported_architecture
+
+        architectures = raw.get("architectures") or []
+        arch = supported_architecture(architectures)
+        num_heads = int(raw["num_attention_heads"])
+        hidden = int(raw["hidden_size"])
+        head_dim = int(raw.get("head_dim") or hidden // num_heads)
+        model_type = str(raw.get("model_type", ""))
+        eos = _as_ids(raw.get("eos_token_id")) + generation_eos
+        hidden_act = str(raw.get("hidden_act", "silu"))
+        if hidden_act != "silu":
+            raise UnsupportedModelError(f"hidden_act {hidden_act!r} is not supported (only silu)")
+        return cls(
+            model_path=model_path,
+            architecture=arch,
+            model_type=model_type,
+            vocab_size=int(raw["vocab_size"]),
+            hidden_size=hidden,
+            intermediate_size=int(raw["intermediate_size"]),
+            num_layers=int(raw["num_hidden_layers"]),
+            num_heads=num_heads,
+            num_kv_heads=int(raw.get("num_key_value_heads") or num_heads),
+            head_dim=head_dim,
+            rms_norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
+            rope=_rope_config(raw),
+            max_position_embeddings=int(raw.get("max_position_embeddings", 2048)),
+            tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
+            # NOTE: Qwen2 always has q/k/v biases and says so only through its architecture.
+            attention_bias=bool(raw.get("attention_bias", False)) or arch == "Qwen2ForCausalLM",
+            qk_norm=arch == "Qwen3ForCausalLM",
+            hidden_act=hidden_act,
+            config_dtype=_dtype(raw.get("dtype") or raw.get("torch_dtype")),
+            sliding_window=_sliding_window(raw),
+            eos_token_ids=tuple(dict.fromkeys(eos)),
+            bos_token_id=raw.get("bos_token_id"),
+            raw=raw,
+        )
+
+
+def _as_ids(value: Any) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, int):
+        return (value,)
+    return tuple(int(v) for v in value)
+
+
+def _generation_eos(path: Path) -> tuple[int, ...]:
+    gen = path / "generation_config.json"
+    if not gen.is_file():
+        return ()
+    return _as_ids(json.loads(gen.read_text()).get("eos_token_id"))
+
+
+def _sliding_window(raw: dict[str, Any]) -> int | None:
+    window = raw.get("sliding_window")
+    if window is None or raw.get("use_sliding_window") is False:
+        return None
+    return int(window)
+
+
+def _dtype(name: Any) -> torch.dtype:
+    table = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+    return table.get(str(name), torch.float32)
+
+
+def _rope_config(raw: dict[str, Any]) -> RopeConfig:
+    # NOTE: transformers 5 writes ``rope_parameters`` (theta inside); older configs use
+    # ``rope_theta`` plus an optional ``rope_scaling`` dict.
+    params = dict(raw.get("rope_parameters") or {})
+    scaling = dict(raw.get("rope_scaling") or {})
+    merged = {**scaling, **params}
+    theta = float(merged.get("rope_theta", raw.get("rope_theta", 10000.0)))
+    rope_type = str(merged.get("rope_type", merged.get("type", "default")))
+    if rope_type not in ("default", "linear", "llama3"):
+        raise UnsupportedModelError(
+            f"rope type {rope_type!r} is not supported (supported: default, linear, llama3)"
+        )
+    original = merged.get("original_max_position_embeddings")
+    return RopeConfig(
+        theta=theta,
+        rope_type=rope_type,
+        factor=float(merged.get("factor", 1.0)),
+        low_freq_factor=float(merged.get("low_freq_factor", 1.0)),
+        high_freq_factor=float(merged.get("high_freq_factor", 4.0)),
+        original_max_position_embeddings=int(original) if original else None,
+    )

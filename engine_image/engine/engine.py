@@ -1,0 +1,149 @@
+"""The offline engine: the whole generation pipeline in one process, for tests and benchmarks.
+
+``Engine(model_path=...).generate(prompts or input_ids, sampling_params)`` returns SGLang's
+output shape: ``{"text", "output_ids", "meta_info"}`` per sequence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from engine.engine_config import EngineConfig
+from engine.errors import InvalidRequest
+from engine.runtime.model_runner import ModelRunner
+from engine.sampling.params import SamplingParams
+from engine.scheduler.request import Req
+from engine.scheduler.scheduler import Scheduler
+from engine.scheduler.stop_strings import trim_at_stop
+
+Prompt = str | Sequence[str] | None
+TokenIds = Sequence[int] | Sequence[Sequence[int]] | None
+ParamsArg = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
+
+
+class Engine:
+    def __init__(self, model_path: str, **kwargs: Any) -> None:
+        self.config = EngineConfig(model_path=model_path, **kwargs)
+        self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(
+            self.config.tokenizer_path or model_path
+        )
+        self.runner = ModelRunner(self.config)
+        extra_eos = [self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id is not None else []
+        self.scheduler = Scheduler(self.runner, self._decode_tail, extra_eos)
+
+    def generate(
+        self,
+        prompt: Prompt = None,
+        sampling_params: ParamsArg = None,
+        input_ids: TokenIds = None,
+        return_logprob: bool = False,
+        top_logprobs_num: int = 0,
+    ) -> dict[str, Any] | list[dict[str, Any]]:
+        """Generates for one prompt (a dict) or a batch (a list, n entries per prompt)."""
+        prompts, batched = self._token_prompts(prompt, input_ids)
+        params = self._params(sampling_params, len(prompts))
+        groups = [
+            self._requests(ids, p, return_logprob, top_logprobs_num) for ids, p in zip(prompts, params)
+        ]
+        start = time.perf_counter()
+        for group in groups:
+            self.scheduler.add_group(group)
+        pending = {req.rid for group in groups for req in group}
+        while pending:
+            for out in self.scheduler.step():
+                if out.finish_reason is not None:
+                    pending.discard(out.rid)
+            if pending and self.scheduler.is_idle:
+                raise RuntimeError("the scheduler went idle with requests unfinished")
+        latency = time.perf_counter() - start
+        results = [self._result(req, latency) for group in groups for req in group]
+        return results if batched or len(results) > 1 else results[0]
+
+    def flush_cache(self) -> bool:
+        return self.scheduler.flush_cache()
+
+    def memory_stats(self) -> dict[str, int]:
+        tree = self.scheduler.tree
+        return {
+            "max_total_tokens": self.runner.max_total_tokens,
+            "free_slots": self.runner.allocator.available_size(),
+            "radix_cache_tokens": tree.total_size(),
+            "radix_evictable_tokens": tree.evictable_size(),
+            "radix_protected_tokens": tree.protected_size(),
+            "free_request_slots": self.runner.req_to_token_pool.available_size(),
+        }
+
+    # ------------------------------------------------------------------ helpers
+
+    def _decode_tail(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids)
+
+    def _token_prompts(self, prompt: Prompt, input_ids: TokenIds) -> tuple[list[list[int]], bool]:
+        if (prompt is None) == (input_ids is None):
+            raise InvalidRequest("give exactly one of prompt or input_ids")
+        if prompt is not None:
+            if isinstance(prompt, str):
+                return [self.tokenizer.encode(prompt, add_special_tokens=False)], False
+            if not prompt:
+                raise InvalidRequest("the batch of prompts is empty")
+            return [self.tokenizer.encode(p, add_special_tokens=False) for p in prompt], True
+        assert input_ids is not None
+        if not input_ids:
+            raise InvalidRequest("the prompt is empty")
+        if all(isinstance(t, int) for t in input_ids):
+            return [list(input_ids)], False  # type: ignore[arg-type]
+        return [list(ids) for ids in input_ids], True  # type: ignore[union-attr]
+
+    @staticmethod
+    def _params(sampling_params: ParamsArg, count: int) -> list[SamplingParams]:
+        if sampling_params is None or isinstance(sampling_params, Mapping):
+            return [SamplingParams.from_dict(sampling_params or {}) for _ in range(count)]
+        if len(sampling_params) != count:
+            raise InvalidRequest(f"got {len(sampling_params)} sampling_params for {count} prompts")
+        return [SamplingParams.from_dict(p) for p in sampling_params]
+
+    def _requests(
+        self, ids: list[int], params: SamplingParams, return_logprob: bool, top_logprobs_num: int
+    ) -> list[Req]:
+        rid = uuid.uuid4().hex
+        if params.n == 1:
+            return [self.scheduler.new_request(rid, ids, params, return_logprob, top_logprobs_num)]
+        # NOTE: each of the n samples gets its own seed (seed + i) or they would all agree.
+        return [
+            self.scheduler.new_request(
+                f"{rid}-{i}",
+                ids,
+                dataclasses.replace(params, n=1, seed=None if params.seed is None else params.seed + i),
+                return_logprob,
+                top_logprobs_num,
+            )
+            for i in range(params.n)
+        ]
+
+    def _result(self, req: Req, latency: float) -> dict[str, Any]:
+        params = req.params
+        text = self.tokenizer.decode(req.output_ids, skip_special_tokens=params.skip_special_tokens)
+        if params.stop and not params.no_stop_trim:
+            text = trim_at_stop(text, params.stop)
+        assert req.finish_reason is not None
+        meta: dict[str, Any] = {
+            "id": req.rid,
+            "prompt_tokens": len(req.input_ids),
+            "completion_tokens": len(req.output_ids),
+            "cached_tokens": req.cached_tokens,
+            "finish_reason": req.finish_reason.to_dict(),
+            "e2e_latency": latency,
+        }
+        if req.return_logprob:
+            meta["output_token_logprobs"] = [
+                (lp, tok) for lp, tok in zip(req.output_logprobs, req.output_ids)
+            ]
+            if req.top_logprobs_num:
+                meta["output_top_logprobs"] = req.output_top_logprobs
+        return {"text": text, "output_ids": list(req.output_ids), "meta_info": meta}

@@ -1,0 +1,37 @@
+"""Everything that configures an engine instance, shared by the offline API and the server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    model_path: str
+    tokenizer_path: str | None = None
+    dtype: str = "auto"  # auto | float32 | bfloat16 | float16
+    device: str = "auto"  # auto | cpu | cuda
+    context_length: int | None = None  # default: the model's max_position_embeddings
+    max_total_tokens: int | None = None  # KV pool size; default: from mem_fraction_static
+    mem_fraction_static: float | None = None  # default: 0.85 of free VRAM, 0.2 of free RAM
+    chunked_prefill_size: int = 2048  # max new tokens in one prefill batch; -1 disables chunking
+    max_running_requests: int = 128
+    disable_radix_cache: bool = False
+    attention_backend: str = "torch_native"
+    random_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype must be auto, float32, bfloat16 or float16, got {self.dtype!r}")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.context_length is not None and self.context_length < 2:
+            raise ValueError(f"context_length must be >= 2, got {self.context_length}")
+        if self.max_total_tokens is not None and self.max_total_tokens < 2:
+            raise ValueError(f"max_total_tokens must be >= 2, got {self.max_total_tokens}")
+        if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static <= 1:
+            raise ValueError(f"mem_fraction_static must be in (0, 1], got {self.mem_fraction_static}")
+        if self.chunked_prefill_size != -1 and self.chunked_prefill_size < 1:
+            raise ValueError(f"chunked_prefill_size must be -1 or >= 1, got {self.chunked_prefill_size}")
+        if self.max_running_requests < 1:
+            raise ValueError(f"max_running_requests must be >= 1, got {self.max_running_requests}")

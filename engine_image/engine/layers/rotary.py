@@ -1,0 +1,59 @@
+"""Rotary position embedding with a precomputed cos/sin cache indexed by position."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from engine.config.model_config import RopeConfig
+
+
+def inverse_frequencies(rope: RopeConfig, head_dim: int) -> torch.Tensor:
+    inv_freq = 1.0 / (rope.theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    if rope.rope_type == "linear":
+        return inv_freq / rope.factor
+    if rope.rope_type == "llama3":
+        return _llama3_scaled(inv_freq, rope)
+    return inv_freq
+
+
+def _llama3_scaled(inv_freq: torch.Tensor, rope: RopeConfig) -> torch.Tensor:
+    original = rope.original_max_position_embeddings or 8192
+    low_wavelen = original / rope.low_freq_factor
+    high_wavelen = original / rope.high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > low_wavelen, inv_freq / rope.factor, inv_freq)
+    smooth = (original / wavelen - rope.low_freq_factor) / (rope.high_freq_factor - rope.low_freq_factor)
+    smoothed = (1 - smooth) * scaled / rope.factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+    return torch.where(medium, smoothed, scaled)
+
+
+class RotaryEmbedding:
+    """Applies rotate-half RoPE to q and k laid out as ``[tokens, heads, head_dim]``.
+
+    NOTE: a plain object, not an ``nn.Module``: its cos/sin cache is derived data, so the
+    model can be built on the meta device and materialised without losing it.
+    """
+
+    def __init__(self, rope: RopeConfig, head_dim: int, max_positions: int, device: torch.device) -> None:
+        inv_freq = inverse_frequencies(rope, head_dim)
+        positions = torch.arange(max_positions, dtype=torch.float32)
+        # NOTE: same float32 op order as transformers (outer product, then cat), so the
+        # angles are bit-identical and greedy outputs match the reference.
+        freqs = positions[:, None] * inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.cos_cache = emb.cos().to(device)
+        self.sin_cache = emb.sin().to(device)
+
+    def __call__(
+        self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        cos = self.cos_cache[positions].to(q.dtype).unsqueeze(1)
+        sin = self.sin_cache[positions].to(q.dtype).unsqueeze(1)
+        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)

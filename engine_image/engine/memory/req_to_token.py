@@ -1,0 +1,69 @@
+"""Map (request slot, token position) to KV slot."""
+
+from __future__ import annotations
+
+import torch
+
+
+class ReqToTokenPool:
+    """A ``[max_reqs, max_context_len]`` int64 table; row ``r`` lists request ``r``'s KV slots.
+
+    A running request owns one row (``alloc``); entry ``[r, p]`` is the KV slot of its token
+    at position ``p``. NOTE: the table starts zeroed, so an entry nobody wrote points at the
+    dummy KV slot 0. ``free`` does not re-zero the row: the next owner overwrites what it
+    uses and must never read past what it wrote.
+    """
+
+    def __init__(
+        self, max_reqs: int, max_context_len: int, device: torch.device | str = "cpu"
+    ) -> None:
+        if max_reqs < 1 or max_context_len < 1:
+            raise ValueError(
+                f"max_reqs and max_context_len must be >= 1, got {max_reqs}, {max_context_len}"
+            )
+        self.max_reqs = max_reqs
+        self.max_context_len = max_context_len
+        self.device = torch.device(device)
+        self.req_to_token = torch.zeros(
+            (max_reqs, max_context_len), dtype=torch.int64, device=self.device
+        )
+        self._free: list[int] = []
+        self._in_use: list[bool] = []
+        self.clear()
+
+    def available_size(self) -> int:
+        return len(self._free)
+
+    def alloc(self) -> int | None:
+        """A free row index, or None if every row is taken.
+
+        Rows go out lowest first after ``clear``; after that the most recently freed row
+        is reused first.
+        """
+        if not self._free:
+            return None
+        idx = self._free.pop()
+        self._in_use[idx] = True
+        return idx
+
+    def free(self, idx: int) -> None:
+        """Give row ``idx`` back. Raises on a row that is out of range or not allocated."""
+        if not 0 <= idx < self.max_reqs or not self._in_use[idx]:
+            raise ValueError(f"request slot {idx} is not allocated")
+        self._in_use[idx] = False
+        self._free.append(idx)
+
+    def write(self, idx: int, start: int, slots: torch.Tensor) -> None:
+        """Set ``req_to_token[idx, start : start + len(slots)] = slots``."""
+        end = start + slots.numel()
+        if start < 0 or end > self.max_context_len:
+            raise ValueError(
+                f"positions {start}..{end} exceed max_context_len {self.max_context_len}"
+            )
+        self.req_to_token[idx, start:end] = slots
+
+    def clear(self) -> None:
+        """Mark every row free again."""
+        # NOTE: reversed so that ``list.pop()`` (O(1), from the end) hands out row 0 first.
+        self._free = list(range(self.max_reqs - 1, -1, -1))
+        self._in_use = [False] * self.max_reqs

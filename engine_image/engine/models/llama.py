@@ -1,0 +1,158 @@
+"""Llama-family decoder (Llama 2/3, Mistral, Qwen2/2.5, Qwen3) over a token-level KV pool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.attention.base import AttentionBackend
+from engine.config.model_config import ModelConfig
+from engine.layers.rmsnorm import RMSNorm
+from engine.layers.rotary import RotaryEmbedding
+from engine.runtime.forward_batch import ForwardBatch
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig, layer_id: int, rotary: RotaryEmbedding) -> None:
+        super().__init__()
+        self.layer_id = layer_id
+        self.num_heads = config.num_heads
+        self.num_kv_heads = config.num_kv_heads
+        self.head_dim = config.head_dim
+        self.q_size = config.num_heads * config.head_dim
+        self.kv_size = config.num_kv_heads * config.head_dim
+        self.qkv_proj = nn.Linear(
+            config.hidden_size, self.q_size + 2 * self.kv_size, bias=config.attention_bias
+        )
+        self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=False)
+        self.q_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
+        self.k_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
+        self.rotary = rotary
+
+    def forward(
+        self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend
+    ) -> torch.Tensor:
+        qkv = self.qkv_proj(hidden)
+        q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = q.view(-1, self.num_heads, self.head_dim)
+        k = k.view(-1, self.num_kv_heads, self.head_dim)
+        v = v.view(-1, self.num_kv_heads, self.head_dim)
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = self.rotary(batch.positions, q, k)
+        return self.o_proj(backend.forward(q, k, v, self.layer_id, batch))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.intermediate_size = config.intermediate_size
+        self.gate_up_proj = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up_proj(x).split(self.intermediate_size, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: ModelConfig, layer_id: int, rotary: RotaryEmbedding) -> None:
+        super().__init__()
+        self.self_attn = Attention(config, layer_id, rotary)
+        self.mlp = MLP(config)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+
+    def forward(
+        self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend
+    ) -> torch.Tensor:
+        hidden = hidden + self.self_attn(self.input_layernorm(hidden), batch, backend)
+        return hidden + self.mlp(self.post_attention_layernorm(hidden))
+
+
+# (checkpoint name part, fused parameter, shard index) for projections we store fused.
+_FUSED_SHARDS: tuple[tuple[str, str, int], ...] = (
+    ("q_proj", "qkv_proj", 0),
+    ("k_proj", "qkv_proj", 1),
+    ("v_proj", "qkv_proj", 2),
+    ("gate_proj", "gate_up_proj", 0),
+    ("up_proj", "gate_up_proj", 1),
+)
+
+
+class LlamaFamilyForCausalLM(nn.Module):
+    def __init__(self, config: ModelConfig, rotary: RotaryEmbedding) -> None:
+        super().__init__()
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(config, i, rotary) for i in range(config.num_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = (
+            None if config.tie_word_embeddings else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        )
+
+    @torch.inference_mode()
+    def forward(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:
+        """Returns float32 logits of each request's last new token: [B, vocab]."""
+        backend.init_forward_metadata(batch)
+        hidden = self.embed_tokens(batch.input_ids)
+        for layer in self.layers:
+            hidden = layer(hidden, batch, backend)
+        last = hidden[batch.last_token_indices]
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return F.linear(self.norm(last), weight).float()
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Copies checkpoint tensors (Hugging Face names) into our fused parameters."""
+        params = dict(self.named_parameters())
+        expected = {slot for name in params for slot in _slots(name)}
+        for checkpoint_name, tensor in weights:
+            name = checkpoint_name.removeprefix("model.")
+            if "rotary_emb.inv_freq" in name or (self.lm_head is None and name == "lm_head.weight"):
+                continue
+            our_name, shard = _fuse(name)
+            if our_name not in params:
+                raise ValueError(
+                    f"checkpoint tensor {checkpoint_name!r} has no place in {self.config.architecture}"
+                )
+            target = params[our_name] if shard is None else _shard_view(params[our_name], our_name, shard, self.config)
+            if target.shape != tensor.shape:
+                raise ValueError(
+                    f"checkpoint tensor {checkpoint_name!r} has shape {tuple(tensor.shape)}, "
+                    f"expected {tuple(target.shape)}"
+                )
+            with torch.no_grad():
+                target.copy_(tensor)
+            expected.discard((our_name, shard))
+        if expected:
+            name, shard = sorted(expected, key=str)[0]
+            raise ValueError(f"checkpoint is missing {len(expected)} tensors, e.g. {name} (part {shard})")
+
+
+def _slots(name: str) -> list[tuple[str, int | None]]:
+    if ".qkv_proj." in name:
+        return [(name, 0), (name, 1), (name, 2)]
+    if ".gate_up_proj." in name:
+        return [(name, 0), (name, 1)]
+    return [(name, None)]
+
+
+def _fuse(name: str) -> tuple[str, int | None]:
+    for part, fused, shard in _FUSED_SHARDS:
+        if f".{part}." in name:
+            return name.replace(f".{part}.", f".{fused}."), shard
+    return name, None
+
+
+def _shard_view(param: torch.Tensor, name: str, shard: int, config: ModelConfig) -> torch.Tensor:
+    if ".gate_up_proj." in name:
+        size = config.intermediate_size
+        return param.narrow(0, shard * size, size)
+    q_size = config.num_heads * config.head_dim
+    kv_size = config.num_kv_heads * config.head_dim
+    starts = (0, q_size, q_size + kv_size)
+    sizes = (q_size, kv_size, kv_size)
+    return param.narrow(0, starts[shard], sizes[shard])

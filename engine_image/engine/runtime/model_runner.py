@@ -1,0 +1,113 @@
+"""Owns the model, its KV memory and the attention backend; runs one forward at a time."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from engine.attention import create_attention_backend
+from engine.config.model_config import ModelConfig, UnsupportedModelError
+from engine.engine_config import EngineConfig
+from engine.layers.rotary import RotaryEmbedding
+from engine.memory import KVPool, ReqToTokenPool, TokenAllocator, memory_budget_bytes
+from engine.models.registry import model_class
+from engine.models.weight_loader import iterate_weights
+from engine.runtime.forward_batch import ForwardBatch
+
+logger = logging.getLogger(__name__)
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for, but torch sees no CUDA device")
+    return device
+
+
+def resolve_dtype(name: str, model: ModelConfig, device: torch.device) -> torch.dtype:
+    if name != "auto":
+        return _DTYPES[name]
+    if device.type == "cpu":
+        # NOTE: without native bf16 (AVX-512 BF16 / AMX) fp32 is faster for prefill and
+        # batches on CPU, and it is the dtype the reference outputs are checked in.
+        return torch.float32
+    return torch.float16 if model.config_dtype == torch.float16 else torch.bfloat16
+
+
+class ModelRunner:
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+        self.model_config = ModelConfig.from_dir(config.model_path)
+        self.device = resolve_device(config.device)
+        self.dtype = resolve_dtype(config.dtype, self.model_config, self.device)
+        self.context_length = self._context_length()
+        self.model = self._build_model(self.model_config.model_path)
+        self.max_total_tokens = self._pool_size()
+        mc = self.model_config
+        self.kv_pool = KVPool(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.max_total_tokens, self.dtype, self.device)
+        self.allocator = TokenAllocator(self.max_total_tokens, device=self.device)
+        # NOTE: +1 position so a request at the context limit can still write its last token.
+        self.req_to_token_pool = ReqToTokenPool(config.max_running_requests, self.context_length + 1, self.device)
+        self.attention = create_attention_backend(config.attention_backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
+        logger.info(
+            "loaded %s (%s) on %s in %s; KV pool %d tokens, context %d",
+            mc.model_path, mc.architecture, self.device, str(self.dtype).removeprefix("torch."),
+            self.max_total_tokens, self.context_length,
+        )
+
+    def forward(self, batch: ForwardBatch) -> torch.Tensor:
+        return self.model(batch, self.attention)
+
+    def reload_weights(self, model_path: str) -> None:
+        """Loads another checkpoint of the same architecture and shapes into the live model."""
+        other = ModelConfig.from_dir(model_path)
+        mc = self.model_config
+        if (other.architecture, other.hidden_size, other.num_layers, other.vocab_size) != (
+            mc.architecture, mc.hidden_size, mc.num_layers, mc.vocab_size
+        ):
+            raise UnsupportedModelError(f"{model_path} has a different architecture or shape than the served model")
+        # NOTE: the new weights load into a separate model; the live one is replaced only
+        # once every tensor loaded, so a bad checkpoint leaves the old weights serving.
+        self.model = self._build_model(model_path)
+
+    def _context_length(self) -> int:
+        mc = self.model_config
+        limit = mc.max_position_embeddings
+        if mc.sliding_window is not None:
+            # NOTE: no sliding-window attention kernel yet: within the window full attention
+            # is exact, so the context is capped at the window.
+            limit = min(limit, mc.sliding_window)
+        wanted = self.config.context_length
+        if wanted is None:
+            return limit
+        if wanted > limit:
+            raise ValueError(f"context_length {wanted} exceeds what the model supports ({limit})")
+        return wanted
+
+    def _build_model(self, weights_path: str) -> torch.nn.Module:
+        mc = self.model_config
+        rotary = RotaryEmbedding(mc.rope, mc.head_dim, self.context_length + 1, self.device)
+        with torch.device("meta"):
+            model = model_class(mc.architecture)(mc, rotary)
+        model = model.to(self.dtype).to_empty(device=self.device)
+        model.load_weights(iterate_weights(weights_path))
+        return model.eval()
+
+    def _pool_size(self) -> int:
+        if self.config.max_total_tokens is not None:
+            return self.config.max_total_tokens
+        mc = self.model_config
+        fraction = self.config.mem_fraction_static or (0.85 if self.device.type == "cuda" else 0.2)
+        per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.dtype)
+        by_memory = memory_budget_bytes(self.device, fraction) // per_token
+        # NOTE: more slots than every running request at full context can never be used.
+        useful = self.config.max_running_requests * self.context_length
+        size = int(min(by_memory, useful))
+        if size < 2:
+            raise RuntimeError("not enough free memory for a KV cache; lower the context length or free memory")
+        return size

@@ -1,0 +1,178 @@
+"""Per-request sampling parameters: SGLang's field names and defaults, parsing and validation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from engine.sampling.errors import InvalidSamplingParams
+
+# NOTE: SGLang treats any temperature below this as greedy decoding (argmax, top_k=1 semantics).
+GREEDY_TEMPERATURE_EPS = 1e-6
+# NOTE: OpenAI's documented range for frequency_penalty and presence_penalty is [-2, 2].
+MAX_ABS_ADDITIVE_PENALTY = 2.0
+# NOTE: seeds feed torch.Generator.manual_seed, which takes an unsigned 64-bit value.
+MAX_SEED = 2**64 - 1
+
+
+@dataclass
+class SamplingParams:
+    """How one request samples; defaults match SGLang's `SamplingParams`.
+
+    `seed` makes the request reproducible (see `engine.sampling.seeding`). A request with
+    n > 1 is expanded by the scheduler into n sequences that must get distinct seeds
+    (seed, seed + 1, ..., seed + n - 1); otherwise all n would sample the same tokens.
+    """
+
+    max_new_tokens: int = 128
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    min_p: float = 0.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    stop: list[str] = field(default_factory=list)
+    stop_token_ids: list[int] = field(default_factory=list)
+    ignore_eos: bool = False
+    n: int = 1
+    seed: int | None = None
+    skip_special_tokens: bool = True
+    spaces_between_special_tokens: bool = True
+    no_stop_trim: bool = False
+
+    def __post_init__(self) -> None:
+        # NOTE: OpenAI allows `stop` to be a single string; store it as a one-element list.
+        if isinstance(self.stop, str):
+            self.stop = [self.stop]
+
+    @property
+    def is_greedy(self) -> bool:
+        """True when decoding is argmax: temperature ~ 0 or top_k == 1."""
+        return self.temperature < GREEDY_TEMPERATURE_EPS or self.top_k == 1
+
+    @property
+    def has_penalties(self) -> bool:
+        """True when any of the frequency / presence / repetition penalties changes logits."""
+        return (
+            self.frequency_penalty != 0.0
+            or self.presence_penalty != 0.0
+            or self.repetition_penalty != 1.0
+        )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SamplingParams:
+        """Build from a JSON-like mapping, rejecting unknown keys and wrongly typed values.
+
+        Only types are checked here; ranges are checked by `validate`, which needs the
+        model's vocab size.
+        """
+        kwargs: dict[str, Any] = {}
+        for key, value in d.items():
+            coerce = _FIELD_COERCERS.get(key)
+            if coerce is None:
+                raise InvalidSamplingParams(str(key), f"unknown sampling parameter {key!r}")
+            kwargs[key] = coerce(key, value)
+        return cls(**kwargs)
+
+    def validate(self, vocab_size: int | None = None) -> None:
+        """Raise `InvalidSamplingParams` naming the first bad field and its allowed range.
+
+        Types are re-checked so directly constructed params get the same clear errors;
+        stop_token_ids are range-checked against `vocab_size` when it is given.
+        """
+        for f in fields(self):
+            _FIELD_COERCERS[f.name](f.name, getattr(self, f.name))
+        if self.max_new_tokens < 0:
+            _fail("max_new_tokens", "must be >= 0", self.max_new_tokens)
+        if self.n < 1:
+            _fail("n", "must be >= 1", self.n)
+        if self.temperature < 0.0:
+            _fail("temperature", "must be >= 0 (0 means greedy)", self.temperature)
+        if not 0.0 < self.top_p <= 1.0:
+            _fail("top_p", "must be in (0, 1]", self.top_p)
+        if self.top_k == 0 or self.top_k < -1:
+            _fail("top_k", "must be -1 (disabled) or >= 1", self.top_k)
+        if not 0.0 <= self.min_p <= 1.0:
+            _fail("min_p", "must be in [0, 1]", self.min_p)
+        if self.repetition_penalty <= 0.0:
+            _fail("repetition_penalty", "must be > 0 (1 disables it)", self.repetition_penalty)
+        for name in ("frequency_penalty", "presence_penalty"):
+            value = getattr(self, name)
+            if abs(value) > MAX_ABS_ADDITIVE_PENALTY:
+                _fail(name, "must be in [-2, 2]", value)
+        if any(s == "" for s in self.stop):
+            _fail("stop", "must not contain empty strings", self.stop)
+        for token_id in self.stop_token_ids:
+            if token_id < 0 or (vocab_size is not None and token_id >= vocab_size):
+                allowed = f"[0, {vocab_size})" if vocab_size is not None else ">= 0"
+                _fail("stop_token_ids", f"entries must be token ids in {allowed}", token_id)
+        if self.seed is not None and not 0 <= self.seed <= MAX_SEED:
+            _fail("seed", "must be in [0, 2**64 - 1]", self.seed)
+
+
+def _fail(name: str, requirement: str, value: object) -> None:
+    raise InvalidSamplingParams(name, f"sampling parameter {name!r} {requirement}, got {value!r}")
+
+
+def _type_error(name: str, expected: str, value: object) -> InvalidSamplingParams:
+    return InvalidSamplingParams(
+        name, f"sampling parameter {name!r} must be {expected}, got {type(value).__name__}"
+    )
+
+
+# NOTE: bool is a subclass of int in Python; every numeric check below excludes it so that
+# `"n": true` is rejected rather than read as 1.
+def _as_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _type_error(name, "an integer", value)
+    return value
+
+
+def _as_optional_int(name: str, value: object) -> int | None:
+    return None if value is None else _as_int(name, value)
+
+
+def _as_float(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _type_error(name, "a number", value)
+    if not math.isfinite(value):
+        raise InvalidSamplingParams(name, f"sampling parameter {name!r} must be finite")
+    return float(value)
+
+
+def _as_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _type_error(name, "a boolean", value)
+    return value
+
+
+def _as_str_list(name: str, value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise _type_error(name, "a string or a list of strings", value)
+    return list(value)
+
+
+def _as_int_list(name: str, value: object) -> list[int]:
+    if not isinstance(value, list | tuple):
+        raise _type_error(name, "a list of integers", value)
+    return [_as_int(name, v) for v in value]
+
+
+# NOTE: keyed by the annotation strings (this module uses postponed annotations), so adding a
+# field with a type that has no coercer fails at import instead of slipping past from_dict.
+_COERCERS_BY_TYPE: dict[str, Callable[[str, object], Any]] = {
+    "int": _as_int,
+    "int | None": _as_optional_int,
+    "float": _as_float,
+    "bool": _as_bool,
+    "list[str]": _as_str_list,
+    "list[int]": _as_int_list,
+}
+_FIELD_COERCERS: dict[str, Callable[[str, object], Any]] = {
+    f.name: _COERCERS_BY_TYPE[str(f.type)] for f in fields(SamplingParams)
+}

@@ -1,0 +1,1 @@
+"""Continuous batching: requests, admission under a KV budget, and the scheduling loop."""

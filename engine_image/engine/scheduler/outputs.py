@@ -1,0 +1,21 @@
+"""What the scheduler reports after each step, per request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.scheduler.request import FinishReason
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """New tokens of one request from one step (empty while a chunked prompt prefills)."""
+
+    rid: str
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    top_logprobs: tuple[tuple[tuple[float, int], ...], ...]
+    finish_reason: FinishReason | None
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
