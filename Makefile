@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: install
-	$(BIN)/gomgr start $(MODEL)
+	@$(BIN)/gomgr start $(MODEL)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

