@@ -111,6 +111,7 @@ class Engine:
     def _requests(
         self, ids: list[int], params: SamplingParams, return_logprob: bool, top_logprobs_num: int
     ) -> list[Req]:
+        params.validate(self.runner.model_config.vocab_size)
         rid = uuid.uuid4().hex
         if params.n == 1:
             return [self.scheduler.new_request(rid, ids, params, return_logprob, top_logprobs_num)]

@@ -44,7 +44,9 @@ class ModelConfig:
     rope: RopeConfig
     max_position_embeddings: int
     tie_word_embeddings: bool
-    attention_bias: bool
+    attention_bias: bool  # q/k/v projections
+    o_proj_bias: bool
+    mlp_bias: bool
     qk_norm: bool
     hidden_act: str
     config_dtype: torch.dtype
@@ -95,6 +97,9 @@ class ModelConfig:
             tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
             # NOTE: Qwen2 always has q/k/v biases and says so only through its architecture.
             attention_bias=bool(raw.get("attention_bias", False)) or arch == "Qwen2ForCausalLM",
+            # NOTE: Llama/Qwen3 ``attention_bias`` covers o_proj too; Qwen2's o_proj has none.
+            o_proj_bias=bool(raw.get("attention_bias", False)),
+            mlp_bias=bool(raw.get("mlp_bias", False)),
             qk_norm=arch == "Qwen3ForCausalLM",
             hidden_act=hidden_act,
             config_dtype=_dtype(raw.get("dtype") or raw.get("torch_dtype")),

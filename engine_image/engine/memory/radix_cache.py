@@ -110,9 +110,7 @@ class RadixCache:
         while pos < len(key):
             child = node.children.get(key[pos])
             if child is None:
-                leaf = TreeNode(
-                    next(self._node_ids), key[pos:], value[pos:].clone(), node, now
-                )
+                leaf = TreeNode(next(self._node_ids), key[pos:], value[pos:].clone(), node, now)
                 node.children[key[pos]] = leaf
                 self._evictable_size += len(leaf.key)
                 return pos

@@ -69,9 +69,7 @@ class TokenAllocator:
 
     def clear(self) -> None:
         """Mark every slot free again (ascending order, so allocation is deterministic)."""
-        self._free_slots = torch.arange(
-            1, self._size + 1, dtype=torch.int64, device=self._device
-        )
+        self._free_slots = torch.arange(1, self._size + 1, dtype=torch.int64, device=self._device)
         if self._debug:
             self._is_free = torch.ones(self._size + 1, dtype=torch.bool, device=self._device)
             self._is_free[DUMMY_SLOT] = False

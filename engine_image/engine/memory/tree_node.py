@@ -19,7 +19,7 @@ class TreeNode:
     has been evicted or dropped by ``reset`` (a detached node must not be locked again).
     """
 
-    __slots__ = ("node_id", "key", "value", "children", "parent", "lock_ref", "last_access_time")
+    __slots__ = ("children", "key", "last_access_time", "lock_ref", "node_id", "parent", "value")
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ class Attention(nn.Module):
         self.qkv_proj = nn.Linear(
             config.hidden_size, self.q_size + 2 * self.kv_size, bias=config.attention_bias
         )
-        self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=False)
+        self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=config.o_proj_bias)
         self.q_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
         self.k_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
         self.rotary = rotary
@@ -50,8 +50,10 @@ class MLP(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.intermediate_size = config.intermediate_size
-        self.gate_up_proj = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+        self.gate_up_proj = nn.Linear(
+            config.hidden_size, 2 * config.intermediate_size, bias=config.mlp_bias
+        )
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up_proj(x).split(self.intermediate_size, dim=-1)
@@ -128,8 +130,8 @@ class LlamaFamilyForCausalLM(nn.Module):
                 target.copy_(tensor)
             expected.discard((our_name, shard))
         if expected:
-            name, shard = sorted(expected, key=str)[0]
-            raise ValueError(f"checkpoint is missing {len(expected)} tensors, e.g. {name} (part {shard})")
+            missing = sorted(_checkpoint_name(name, shard) for name, shard in expected)
+            raise ValueError(f"checkpoint is missing {len(missing)} tensors, e.g. {missing[0]}")
 
 
 def _slots(name: str) -> list[tuple[str, int | None]]:
@@ -145,6 +147,15 @@ def _fuse(name: str) -> tuple[str, int | None]:
         if f".{part}." in name:
             return name.replace(f".{part}.", f".{fused}."), shard
     return name, None
+
+
+def _checkpoint_name(name: str, shard: int | None) -> str:
+    """The Hugging Face name of our parameter ``name`` (part ``shard`` if fused)."""
+    for part, fused, index in _FUSED_SHARDS:
+        if f".{fused}." in name and index == shard:
+            name = name.replace(f".{fused}.", f".{part}.")
+            break
+    return name if name.startswith("lm_head.") else f"model.{name}"
 
 
 def _shard_view(param: torch.Tensor, name: str, shard: int, config: ModelConfig) -> torch.Tensor:

@@ -206,6 +206,8 @@ class Scheduler:
         for req in finished_prefill:
             if req.max_new_tokens == 0:
                 req.finish_reason = FinishReason("length", length=0)
+                if req.emit_output:
+                    outputs.append(self._output(req, (), (), ()))
         if to_sample:
             rows = torch.tensor([plan.reqs.index(r) for r in to_sample], device=device)
             outputs += self._sample_and_advance(to_sample, logits[rows])

@@ -1,6 +1,5 @@
 import pytest
 import torch
-
 from engine.memory import DUMMY_SLOT, TokenAllocator
 
 
