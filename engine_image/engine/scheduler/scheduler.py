@@ -45,6 +45,8 @@ class Scheduler:
         self.chunked: Req | None = None
         # n > 1: children wait here until the hidden request that caches their prompt ends.
         self.held: dict[str, list[Req]] = {}
+        # NOTE: set while a weight update waits for in-flight requests to drain.
+        self.admission_paused = False
 
     # ------------------------------------------------------------------ requests
 
@@ -104,6 +106,12 @@ class Scheduler:
         )
         self.held[warm.rid] = children
         self.waiting.append(warm)
+
+    def request_ids(self) -> list[str]:
+        """Every request the scheduler knows, in any state (hidden prefill requests excluded)."""
+        active = self.running + list(self.waiting) + ([self.chunked] if self.chunked else [])
+        held = [r for group in self.held.values() for r in group]
+        return [r.rid for r in active + held if r.emit_output]
 
     def abort(self, rid: str) -> bool:
         """Ends a request wherever it is and frees its KV; False if it is unknown."""
@@ -166,7 +174,7 @@ class Scheduler:
             if adder.add_chunk_continuation(chunked) is AddResult.CHUNKED:
                 self.chunked = chunked
                 return adder.plan
-        while self.waiting:
+        while self.waiting and not self.admission_paused:
             result = adder.add_new(self.waiting[0])
             if result not in (AddResult.ADDED, AddResult.CHUNKED):
                 break

@@ -1,0 +1,1 @@
+"""The detokenizer process: token ids from the scheduler in, incremental text out."""

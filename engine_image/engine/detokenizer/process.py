@@ -1,0 +1,33 @@
+"""Entry point of the detokenizer child process."""
+
+from __future__ import annotations
+
+import sys
+from multiprocessing.connection import Connection
+
+import zmq
+from transformers import AutoTokenizer
+
+from engine.detokenizer.manager import DetokenizerManager
+from engine.ipc.messages import decode, encode
+from engine.ipc.sockets import PortArgs, pull_socket, push_socket
+from engine.server.process_guard import die_with_parent, ignore_interrupts
+
+
+def run_detokenizer_process(tokenizer_path: str, port_args: PortArgs, ready_writer: Connection) -> None:
+    die_with_parent()
+    ignore_interrupts()
+    try:
+        manager = DetokenizerManager(AutoTokenizer.from_pretrained(tokenizer_path))
+        context = zmq.Context()
+        inbox = pull_socket(context, port_args.detokenizer_input)
+        outbox = push_socket(context, port_args.tokenizer_input)
+    except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
+        ready_writer.send({"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]})
+        sys.exit(1)
+    ready_writer.send({"status": "ready"})
+    # NOTE: blocking recv, no per-message logging; the launcher ends this process by signal.
+    while True:
+        reply = manager.handle(decode(inbox.recv()))
+        if reply is not None:
+            outbox.send(encode(reply))

@@ -1,0 +1,122 @@
+"""Messages exchanged over ZMQ: HTTP/TokenizerManager → Scheduler → Detokenizer → HTTP.
+
+Every message is a frozen msgspec Struct tagged with its class name, so one decoder
+(``decode``) turns any frame back into the right type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Message(msgspec.Struct, frozen=True, tag=True):
+    """Base of every IPC message."""
+
+
+# ---------------------------------------------------------------- tokenizer → scheduler
+
+
+class GenerateRequest(Message):
+    """One prompt; ``rids`` has one id per sample (n > 1 shares the prompt's KV)."""
+
+    rids: list[str]
+    input_ids: list[int]
+    sampling_params: dict[str, Any]
+    return_logprob: bool = False
+    top_logprobs_num: int = 0
+
+
+class AbortRequest(Message):
+    rid: str | None = None
+    abort_all: bool = False
+
+
+class FlushCacheRequest(Message):
+    request_id: str
+    timeout_s: float = 0.0
+
+
+class UpdateWeightsRequest(Message):
+    request_id: str
+    model_path: str
+
+
+class ServerInfoRequest(Message):
+    request_id: str
+
+
+# ---------------------------------------------------------------- scheduler → detokenizer
+
+
+class TokenOutputs(Message):
+    """New tokens of several requests from one scheduler step (parallel lists)."""
+
+    rids: list[str]
+    new_token_ids: list[list[int]]
+    new_logprobs: list[list[float]]
+    new_top_logprobs: list[list[list[tuple[float, int]]]]
+    finish_reasons: list[dict[str, Any] | None]
+    prompt_tokens: list[int]
+    completion_tokens: list[int]
+    cached_tokens: list[int]
+    skip_special_tokens: list[bool]
+    stops: list[list[str]]  # stop strings to trim from the final text ([] when no_stop_trim)
+
+
+class RequestError(Message):
+    """A request the scheduler refused (bad input it could only check with the model)."""
+
+    rid: str
+    message: str
+
+
+class ControlResponse(Message):
+    """The answer to a flush / update-weights / server-info request."""
+
+    request_id: str
+    success: bool
+    message: str = ""
+    payload: dict[str, Any] = {}
+
+
+# ---------------------------------------------------------------- detokenizer → tokenizer
+
+
+class TextOutputs(Message):
+    """Incremental text per request; ``texts[i]`` is new text since the last message."""
+
+    rids: list[str]
+    texts: list[str]
+    new_token_ids: list[list[int]]
+    new_logprobs: list[list[float]]
+    new_top_logprobs: list[list[list[tuple[float, int]]]]
+    finish_reasons: list[dict[str, Any] | None]
+    prompt_tokens: list[int]
+    completion_tokens: list[int]
+    cached_tokens: list[int]
+
+
+AnyMessage = (
+    GenerateRequest
+    | AbortRequest
+    | FlushCacheRequest
+    | UpdateWeightsRequest
+    | ServerInfoRequest
+    | TokenOutputs
+    | RequestError
+    | ControlResponse
+    | TextOutputs
+)
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder: msgspec.msgpack.Decoder[AnyMessage] = msgspec.msgpack.Decoder(AnyMessage)
+
+
+def encode(message: Message) -> bytes:
+    return _encoder.encode(message)
+
+
+def decode(frame: bytes) -> AnyMessage:
+    return _decoder.decode(frame)

@@ -1,0 +1,47 @@
+"""ZMQ endpoints of one server instance: IPC socket paths in a private temp directory."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import zmq
+import zmq.asyncio
+
+
+@dataclass(frozen=True)
+class PortArgs:
+    """Where each process listens. Every socket is PUSH (many writers) → PULL (one reader)."""
+
+    scheduler_input: str  # tokenizer manager → scheduler
+    detokenizer_input: str  # scheduler → detokenizer
+    tokenizer_input: str  # detokenizer → tokenizer manager
+
+    @classmethod
+    def create(cls) -> PortArgs:
+        # NOTE: a fresh 0700 directory per server, so two engines on one host never share
+        # sockets and no other user can connect to them.
+        root = Path(tempfile.mkdtemp(prefix="gomgr-engine-"))
+        return cls(
+            scheduler_input=f"ipc://{root / 'scheduler'}",
+            detokenizer_input=f"ipc://{root / 'detokenizer'}",
+            tokenizer_input=f"ipc://{root / 'tokenizer'}",
+        )
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.scheduler_input.removeprefix("ipc://")).parent
+
+
+def pull_socket(context: zmq.Context | zmq.asyncio.Context, endpoint: str) -> zmq.Socket:
+    socket = context.socket(zmq.PULL)
+    socket.bind(endpoint)
+    return socket
+
+
+def push_socket(context: zmq.Context | zmq.asyncio.Context, endpoint: str) -> zmq.Socket:
+    socket = context.socket(zmq.PUSH)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.connect(endpoint)
+    return socket

@@ -1,0 +1,98 @@
+"""``python -m engine.launch_server``: the engine's HTTP server and its two child processes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+from transformers import AutoTokenizer
+
+from engine.detokenizer.process import run_detokenizer_process
+from engine.ipc.sockets import PortArgs
+from engine.scheduler.process import run_scheduler_process
+from engine.server.context import ServerContext
+from engine.server.http_server import create_app
+from engine.server.server_args import ServerArgs, parse_server_args
+from engine.server.supervisor import ChildStartError, Supervisor
+from engine.server.tokenizer_manager import TokenizerManager
+
+logger = logging.getLogger("engine")
+
+START_TIMEOUT_S = 1800.0
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"engine.launch_server: error: {message}\n")
+    sys.exit(1)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as err:
+            _fail(f"cannot listen on {host}:{port}: {err.strerror}")
+
+
+def serve(args: ServerArgs) -> None:
+    _check_port_free(args.host, args.port)
+    port_args = PortArgs.create()
+    supervisor = Supervisor()
+    tokenizer_path = args.tokenizer_path or args.model_path
+    try:
+        supervisor.spawn(
+            "scheduler", run_scheduler_process, args.engine_config(), port_args, args.public_dict(), args.log_level
+        )
+        supervisor.spawn("detokenizer", run_detokenizer_process, tokenizer_path, port_args)
+        infos = supervisor.wait_ready(START_TIMEOUT_S)
+    except (ChildStartError, KeyboardInterrupt) as err:
+        supervisor.stop()
+        shutil.rmtree(port_args.directory, ignore_errors=True)
+        _fail(str(err) or "interrupted during start-up")
+    scheduler_info = infos["scheduler"]
+    ctx = ServerContext(
+        args=args,
+        tokenizer=AutoTokenizer.from_pretrained(tokenizer_path),
+        tokenizer_manager=TokenizerManager(
+            AutoTokenizer.from_pretrained(tokenizer_path), port_args, args.batch_notify_size
+        ),
+        hf_config=json.loads((Path(args.model_path) / "config.json").read_text()),
+        context_length=int(scheduler_info["context_length"]),
+        max_total_tokens=int(scheduler_info["max_total_tokens"]),
+        model_path=args.model_path,
+    )
+    supervisor.watch()
+    logger.info(
+        "serving %s on http://%s:%d (%s, %s, KV pool %d tokens)",
+        args.model_name, args.host, args.port, scheduler_info["device"], scheduler_info["dtype"],
+        ctx.max_total_tokens,
+    )
+    try:
+        uvicorn.run(
+            create_app(ctx),
+            host=args.host,
+            port=args.port,
+            loop="uvloop",
+            log_level="warning" if args.log_level == "info" else args.log_level,
+            timeout_graceful_shutdown=5,
+        )
+    finally:
+        supervisor.stop()
+        shutil.rmtree(port_args.directory, ignore_errors=True)
+        logger.info("server stopped")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_server_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s engine %(levelname)s %(message)s")
+    serve(args)
+
+
+if __name__ == "__main__":
+    main()

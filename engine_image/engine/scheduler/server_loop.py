@@ -1,0 +1,229 @@
+"""The scheduler process's event loop: ZMQ messages in, one model step, token outputs out."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import zmq
+
+from engine.errors import InvalidRequest
+from engine.ipc.messages import (
+    AbortRequest,
+    AnyMessage,
+    ControlResponse,
+    FlushCacheRequest,
+    GenerateRequest,
+    RequestError,
+    ServerInfoRequest,
+    TokenOutputs,
+    UpdateWeightsRequest,
+    decode,
+    encode,
+)
+from engine.sampling.params import SamplingParams
+from engine.scheduler.outputs import StepOutput
+from engine.scheduler.scheduler import Scheduler
+
+logger = logging.getLogger(__name__)
+
+_IDLE_POLL_MS = 50
+
+
+@dataclass
+class _PendingFlush:
+    request: FlushCacheRequest
+    deadline: float
+
+
+class SchedulerServer:
+    """Owns the Scheduler inside its process; the only reader of the scheduler socket."""
+
+    def __init__(
+        self, scheduler: Scheduler, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]
+    ) -> None:
+        self.scheduler = scheduler
+        self.inbox = inbox
+        self.outbox = outbox
+        self.server_args = server_args
+        self.weight_version = 1
+        self.pending_flushes: list[_PendingFlush] = []
+        self.pending_update: UpdateWeightsRequest | None = None
+        # rid -> (skip_special_tokens, stop strings to trim), for the detokenizer
+        self.text_options: dict[str, tuple[bool, list[str]]] = {}
+
+    def run_forever(self) -> None:
+        while True:
+            self.serve_once()
+
+    def serve_once(self) -> None:
+        idle = self.scheduler.is_idle and not self.pending_flushes and self.pending_update is None
+        if idle:
+            self.inbox.poll(_IDLE_POLL_MS)
+        while True:
+            try:
+                frame = self.inbox.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            self._handle(decode(frame))
+        self._settle_controls()
+        if not self.scheduler.is_idle:
+            self._send_outputs(self.scheduler.step())
+
+    # ------------------------------------------------------------------ messages
+
+    def _handle(self, message: AnyMessage) -> None:
+        if isinstance(message, GenerateRequest):
+            self._add_generate(message)
+        elif isinstance(message, AbortRequest):
+            rids = self.scheduler.request_ids() if message.abort_all else [message.rid or ""]
+            for rid in rids:
+                if self.scheduler.abort(rid):
+                    self._send_abort(rid)
+        elif isinstance(message, FlushCacheRequest):
+            self.pending_flushes.append(_PendingFlush(message, time.monotonic() + message.timeout_s))
+        elif isinstance(message, UpdateWeightsRequest):
+            self.pending_update = message
+            self.scheduler.admission_paused = True
+        elif isinstance(message, ServerInfoRequest):
+            self._reply(ControlResponse(message.request_id, True, payload=self.server_info()))
+        else:
+            logger.warning("scheduler ignored an unexpected %s message", type(message).__name__)
+
+    def _add_generate(self, message: GenerateRequest) -> None:
+        try:
+            params = SamplingParams.from_dict(message.sampling_params)
+            params.validate(self.scheduler.runner.model_config.vocab_size)
+            reqs = [
+                self.scheduler.new_request(
+                    rid,
+                    message.input_ids,
+                    # NOTE: each of the n samples gets its own seed (seed + i) or they would agree.
+                    dataclasses.replace(params, n=1, seed=None if params.seed is None else params.seed + i),
+                    message.return_logprob,
+                    message.top_logprobs_num,
+                )
+                for i, rid in enumerate(message.rids)
+            ]
+        except (InvalidRequest, ValueError) as err:
+            for rid in message.rids:
+                self._reply(RequestError(rid, str(err)))
+            return
+        stops = [] if params.no_stop_trim else list(params.stop)
+        for rid in message.rids:
+            self.text_options[rid] = (params.skip_special_tokens, stops)
+        self.scheduler.add_group(reqs)
+
+    def _settle_controls(self) -> None:
+        now = time.monotonic()
+        still_waiting = []
+        for pending in self.pending_flushes:
+            if self.scheduler.flush_cache():
+                self._reply(ControlResponse(pending.request.request_id, True, "Cache flushed."))
+            elif now >= pending.deadline:
+                self._reply(
+                    ControlResponse(
+                        pending.request.request_id,
+                        False,
+                        "Cache not flushed: requests are running. Retry when idle or pass a timeout.",
+                    )
+                )
+            else:
+                still_waiting.append(pending)
+        self.pending_flushes = still_waiting
+        if self.pending_update is not None and self.scheduler.is_idle:
+            self._update_weights(self.pending_update)
+
+    def _update_weights(self, message: UpdateWeightsRequest) -> None:
+        self.pending_update = None
+        self.scheduler.admission_paused = False
+        try:
+            self.scheduler.runner.reload_weights(message.model_path)
+        except Exception as err:  # noqa: BLE001 — any failure keeps the old weights serving
+            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            self._reply(
+                ControlResponse(
+                    message.request_id,
+                    False,
+                    f"Failed to update weights: {reason}. The old weights keep serving.",
+                )
+            )
+            return
+        self.scheduler.flush_cache()
+        self.weight_version += 1
+        self.server_args["model_path"] = message.model_path
+        logger.info("weights updated from %s (version %d)", message.model_path, self.weight_version)
+        self._reply(
+            ControlResponse(
+                message.request_id,
+                True,
+                "Succeeded to update model weights.",
+                payload={"weight_version": self.weight_version, "model_path": message.model_path},
+            )
+        )
+
+    def server_info(self) -> dict[str, Any]:
+        scheduler = self.scheduler
+        runner = scheduler.runner
+        return {
+            **self.server_args,
+            "max_total_tokens": runner.max_total_tokens,
+            "context_length": runner.context_length,
+            "kv_pool_free_tokens": runner.allocator.available_size(),
+            "kv_pool_used_tokens": runner.max_total_tokens - runner.allocator.available_size(),
+            "radix_cache_tokens": scheduler.tree.total_size(),
+            "radix_cache_evictable_tokens": scheduler.tree.evictable_size(),
+            "num_running_reqs": len(scheduler.running) + (1 if scheduler.chunked else 0),
+            "num_waiting_reqs": len(scheduler.waiting) + sum(len(g) for g in scheduler.held.values()),
+            "weight_version": self.weight_version,
+            "device": str(runner.device),
+            "dtype": str(runner.dtype).removeprefix("torch."),
+        }
+
+    # ------------------------------------------------------------------ outputs
+
+    def _send_outputs(self, outputs: list[StepOutput]) -> None:
+        if not outputs:
+            return
+        options = [self.text_options[o.rid] for o in outputs]
+        message = TokenOutputs(
+            rids=[o.rid for o in outputs],
+            new_token_ids=[list(o.token_ids) for o in outputs],
+            new_logprobs=[list(o.logprobs) for o in outputs],
+            new_top_logprobs=[[list(step) for step in o.top_logprobs] for o in outputs],
+            finish_reasons=[o.finish_reason.to_dict() if o.finish_reason else None for o in outputs],
+            prompt_tokens=[o.prompt_tokens for o in outputs],
+            completion_tokens=[o.completion_tokens for o in outputs],
+            cached_tokens=[o.cached_tokens for o in outputs],
+            skip_special_tokens=[skip for skip, _ in options],
+            stops=[stops for _, stops in options],
+        )
+        for o in outputs:
+            if o.finish_reason is not None:
+                self.text_options.pop(o.rid, None)
+        self.outbox.send(encode(message))
+
+    def _send_abort(self, rid: str) -> None:
+        skip, stops = self.text_options.pop(rid, (True, []))
+        self.outbox.send(
+            encode(
+                TokenOutputs(
+                    rids=[rid],
+                    new_token_ids=[[]],
+                    new_logprobs=[[]],
+                    new_top_logprobs=[[]],
+                    finish_reasons=[{"type": "abort", "message": "aborted"}],
+                    prompt_tokens=[0],
+                    completion_tokens=[0],
+                    cached_tokens=[0],
+                    skip_special_tokens=[skip],
+                    stops=[stops],
+                )
+            )
+        )
+
+    def _reply(self, message: RequestError | ControlResponse) -> None:
+        self.outbox.send(encode(message))

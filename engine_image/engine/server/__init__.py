@@ -1,0 +1,1 @@
+"""The engine server: launch, process supervision, TokenizerManager and the HTTP API."""

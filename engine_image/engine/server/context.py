@@ -1,0 +1,25 @@
+"""What every route of one server shares: args, tokenizer, the TokenizerManager, readiness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from transformers import PreTrainedTokenizerBase
+
+from engine.server.server_args import ServerArgs
+from engine.server.tokenizer_manager import TokenizerManager
+
+
+@dataclass
+class ServerContext:
+    args: ServerArgs
+    tokenizer: PreTrainedTokenizerBase
+    tokenizer_manager: TokenizerManager
+    hf_config: dict[str, Any]  # the served model's config.json
+    context_length: int
+    max_total_tokens: int
+    model_path: str
+    weight_version: int = 1
+    ready: bool = False  # set after the warm-up generate
+    shutting_down: bool = False

@@ -1,0 +1,36 @@
+"""The FastAPI application of one engine server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from engine.server.context import ServerContext
+from engine.server.http_errors import install_error_handlers
+from engine.server.routes_native import native_router
+from engine.server.warmup import warm_up
+
+logger = logging.getLogger(__name__)
+
+
+def create_app(ctx: ServerContext) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        ctx.tokenizer_manager.start()
+        # NOTE: in the background, so /health answers 503 (not "connection refused") meanwhile.
+        warming = asyncio.create_task(warm_up(ctx))
+        try:
+            yield
+        finally:
+            ctx.shutting_down = True
+            warming.cancel()
+            await ctx.tokenizer_manager.close()
+
+    app = FastAPI(title="gomgr engine", lifespan=lifespan, docs_url=None, redoc_url=None)
+    install_error_handlers(app)
+    app.include_router(native_router(ctx))
+    return app

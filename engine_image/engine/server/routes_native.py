@@ -1,0 +1,170 @@
+"""SGLang's native routes: generate, health, model and server info, cache, weights, tokens."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import ORJSONResponse, Response
+from pydantic import BaseModel, ConfigDict
+
+from engine.ipc.messages import FlushCacheRequest, ServerInfoRequest, UpdateWeightsRequest
+from engine.server.context import ServerContext
+from engine.server.http_errors import ApiError, bad_request, parse_json_body
+from engine.server.native_generate import GenerateBody, generate
+
+# NOTE: the same knob SGLang reads; 20 s by default.
+HEALTH_CHECK_TIMEOUT_S = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
+PIPELINE_PING_TIMEOUT_S = 5.0
+RECENT_OUTPUT_S = 1.0
+
+
+class TokenizeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    model: str | None = None
+    prompt: str | list[str]
+    add_special_tokens: bool = True
+
+
+class DetokenizeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    model: str | None = None
+    tokens: list[int]
+    skip_special_tokens: bool = True
+
+
+class AbortBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    rid: str | None = None
+    abort_all: bool = False
+
+
+class UpdateWeightsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    model_path: str
+    load_format: str | None = None
+
+
+def native_router(ctx: ServerContext) -> APIRouter:
+    router = APIRouter()
+    tm = ctx.tokenizer_manager
+
+    @router.api_route("/generate", methods=["POST", "PUT"])
+    async def generate_route(request: Request) -> Any:
+        return await generate(ctx, await parse_json_body(request, GenerateBody), request)
+
+    @router.get("/health")
+    async def health() -> Response:
+        if not ctx.ready or ctx.shutting_down:
+            return Response(status_code=503)
+        reply = await tm.control(ServerInfoRequest, PIPELINE_PING_TIMEOUT_S)
+        return Response(status_code=200 if reply is not None else 503)
+
+    @router.get("/health_generate")
+    async def health_generate() -> Response:
+        if ctx.shutting_down:
+            return Response(status_code=503)
+        if time.monotonic() - tm.last_output_time < RECENT_OUTPUT_S:
+            return Response(status_code=200)  # the pipeline is producing output right now
+        states = await tm.submit([ctx.tokenizer.bos_token_id or 0], {"max_new_tokens": 1, "temperature": 0}, 1, False, 0)
+        try:
+            await tm.wait_until(states[0], HEALTH_CHECK_TIMEOUT_S)
+        finally:
+            await tm.release(states)
+        return Response(status_code=200 if states[0].finished and not states[0].error else 503)
+
+    @router.get("/get_model_info")
+    @router.get("/model_info")
+    async def model_info() -> ORJSONResponse:
+        return ORJSONResponse(
+            {
+                "model_path": ctx.model_path,
+                "is_generation": True,
+                "tokenizer_path": ctx.args.tokenizer_path or ctx.args.model_path,
+                "preferred_sampling_params": ctx.args.preferred_sampling_params,
+                "weight_version": ctx.weight_version,
+                "has_image_understanding": False,
+                "has_audio_understanding": False,
+                "model_type": ctx.hf_config.get("model_type"),
+                "architectures": ctx.hf_config.get("architectures"),
+                "embedding": None,
+            }
+        )
+
+    @router.get("/server_info")
+    @router.get("/get_server_info")
+    async def server_info() -> ORJSONResponse:
+        reply = await tm.control(ServerInfoRequest, PIPELINE_PING_TIMEOUT_S)
+        if reply is None:
+            raise ApiError(503, "the scheduler did not answer in time", type_="service_unavailable")
+        return ORJSONResponse({**reply.payload, "version": _version(), "in_flight_requests": len(tm.states)})
+
+    @router.post("/flush_cache")
+    async def flush_cache(timeout: float = 0.0) -> ORJSONResponse:
+        if timeout < 0:
+            raise bad_request("timeout must be >= 0", param="timeout")
+        reply = await tm.control(lambda rid: FlushCacheRequest(rid, timeout), timeout + PIPELINE_PING_TIMEOUT_S)
+        if reply is None:
+            raise ApiError(503, "the scheduler did not answer in time", type_="service_unavailable")
+        if not reply.success:
+            raise bad_request(reply.message)
+        return ORJSONResponse({"success": True, "message": reply.message})
+
+    @router.post("/update_weights_from_disk")
+    async def update_weights(request: Request) -> ORJSONResponse:
+        body = await parse_json_body(request, UpdateWeightsBody)
+        reply = await tm.control(lambda rid: UpdateWeightsRequest(rid, body.model_path), 600.0)
+        if reply is None:
+            raise ApiError(503, "the scheduler did not answer in time", type_="service_unavailable")
+        if reply.success:
+            ctx.weight_version = int(reply.payload["weight_version"])
+            ctx.model_path = str(reply.payload["model_path"])
+        return ORJSONResponse({"success": reply.success, "message": reply.message}, status_code=200 if reply.success else 400)
+
+    @router.post("/tokenize")
+    @router.post("/v1/tokenize")
+    async def tokenize(request: Request) -> ORJSONResponse:
+        body = await parse_json_body(request, TokenizeBody)
+        encode = lambda text: ctx.tokenizer.encode(text, add_special_tokens=body.add_special_tokens)  # noqa: E731
+        if isinstance(body.prompt, str):
+            tokens: Any = encode(body.prompt)
+            count: Any = len(tokens)
+        else:
+            tokens = [encode(p) for p in body.prompt]
+            count = [len(t) for t in tokens]
+        return ORJSONResponse({"tokens": tokens, "count": count, "max_model_len": ctx.context_length})
+
+    @router.post("/detokenize")
+    @router.post("/v1/detokenize")
+    async def detokenize(request: Request) -> ORJSONResponse:
+        body = await parse_json_body(request, DetokenizeBody)
+        vocab = len(ctx.tokenizer)
+        if any(not 0 <= t < vocab for t in body.tokens):
+            raise bad_request(f"tokens must be ids in [0, {vocab})", param="tokens")
+        text = ctx.tokenizer.decode(body.tokens, skip_special_tokens=body.skip_special_tokens)
+        return ORJSONResponse({"text": text})
+
+    @router.post("/abort_request")
+    async def abort_request(request: Request) -> ORJSONResponse:
+        body = await parse_json_body(request, AbortBody)
+        if not body.abort_all and not body.rid:
+            raise bad_request("give rid or abort_all: true")
+        if body.abort_all:
+            await tm.abort(abort_all=True)
+        else:
+            for rid in [r for r in tm.states if r == body.rid or r.startswith(f"{body.rid}-")] or [body.rid]:
+                await tm.abort(rid)
+        return ORJSONResponse({"success": True})
+
+    return router
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gomgr")
+    except PackageNotFoundError:
+        return "0+unknown"

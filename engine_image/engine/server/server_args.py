@@ -1,0 +1,147 @@
+"""Command-line flags of ``python -m engine.launch_server`` (SGLang's names) as typed args."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from engine.engine_config import EngineConfig
+
+TOOL_CALL_PARSERS = ("qwen25", "hermes", "llama3", "mistral", "pythonic")
+REASONING_PARSERS = ("qwen3", "deepseek-r1")
+
+
+@dataclass(frozen=True)
+class ServerArgs:
+    model_path: str
+    tokenizer_path: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 30000
+    served_model_name: str | None = None
+    trust_remote_code: bool = False
+    dtype: str = "auto"
+    device: str = "auto"
+    context_length: int | None = None
+    max_total_tokens: int | None = None
+    mem_fraction_static: float | None = None
+    chunked_prefill_size: int = 2048
+    max_running_requests: int = 128
+    disable_radix_cache: bool = False
+    attention_backend: str = "torch_native"
+    random_seed: int = 0
+    api_key: str | None = None
+    enable_metrics: bool = False
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+    is_embedding: bool = False
+    preferred_sampling_params: dict[str, Any] | None = None
+    log_level: str = "info"
+    skip_server_warmup: bool = False
+    batch_notify_size: int = 16
+
+    @property
+    def model_name(self) -> str:
+        return self.served_model_name or self.model_path
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(
+            model_path=self.model_path,
+            tokenizer_path=self.tokenizer_path,
+            dtype=self.dtype,
+            device=self.device,
+            context_length=self.context_length,
+            max_total_tokens=self.max_total_tokens,
+            mem_fraction_static=self.mem_fraction_static,
+            chunked_prefill_size=self.chunked_prefill_size,
+            max_running_requests=self.max_running_requests,
+            disable_radix_cache=self.disable_radix_cache,
+            attention_backend=self.attention_backend,
+            random_seed=self.random_seed,
+        )
+
+    def public_dict(self) -> dict[str, Any]:
+        """The args as /server_info shows them; the API key is never echoed."""
+        out = dataclasses.asdict(self)
+        out["api_key"] = "***" if self.api_key else None
+        return out
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Fails with one readable line (not argparse's usage dump) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"engine.launch_server: error: {message}\n")
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(prog="python -m engine.launch_server", allow_abbrev=False)
+    p.add_argument("--model-path", required=True)
+    p.add_argument("--tokenizer-path")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--served-model-name")
+    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--device", default="auto")
+    p.add_argument("--context-length", type=int)
+    p.add_argument("--max-total-tokens", type=int)
+    p.add_argument("--mem-fraction-static", type=float)
+    p.add_argument("--chunked-prefill-size", type=int, default=2048)
+    p.add_argument("--max-running-requests", type=int, default=128)
+    p.add_argument("--disable-radix-cache", action="store_true")
+    p.add_argument("--attention-backend", default="torch_native")
+    p.add_argument("--random-seed", type=int, default=0)
+    p.add_argument("--api-key")
+    p.add_argument("--enable-metrics", action="store_true")
+    p.add_argument("--tool-call-parser", choices=TOOL_CALL_PARSERS)
+    p.add_argument("--reasoning-parser", choices=REASONING_PARSERS)
+    p.add_argument("--is-embedding", action="store_true")
+    p.add_argument("--preferred-sampling-params")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--skip-server-warmup", action="store_true")
+    p.add_argument("--batch-notify-size", type=int, default=16)
+    return p
+
+
+def parse_server_args(argv: list[str] | None = None) -> ServerArgs:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    fields = {k: v for k, v in vars(ns).items()}
+    if ns.preferred_sampling_params is not None:
+        try:
+            fields["preferred_sampling_params"] = json.loads(ns.preferred_sampling_params)
+        except json.JSONDecodeError:
+            parser.error("--preferred-sampling-params must be a JSON object")
+        if not isinstance(fields["preferred_sampling_params"], dict):
+            parser.error("--preferred-sampling-params must be a JSON object")
+    for problem in _contradictions(ns):
+        parser.error(problem)
+    args = ServerArgs(**fields)
+    try:
+        args.engine_config()
+    except ValueError as err:
+        parser.error(str(err))
+    return args
+
+
+def _contradictions(ns: argparse.Namespace) -> list[str]:
+    problems = []
+    if not Path(ns.model_path).is_dir():
+        problems.append(f"--model-path {ns.model_path} is not a directory")
+    if not 0 < ns.port < 65536:
+        problems.append(f"--port must be in 1..65535, got {ns.port}")
+    if ns.max_total_tokens is not None and ns.mem_fraction_static is not None:
+        problems.append("give --max-total-tokens or --mem-fraction-static, not both")
+    if ns.batch_notify_size < 1:
+        problems.append(f"--batch-notify-size must be >= 1, got {ns.batch_notify_size}")
+    if ns.api_key is not None and not ns.api_key:
+        problems.append("--api-key must not be empty")
+    if ns.is_embedding:
+        problems.append("--is-embedding is not supported yet: this engine serves generation models only")
+    return problems

@@ -1,0 +1,98 @@
+"""Starts the scheduler and detokenizer children, waits until they are ready, watches them."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+_STOP_GRACE_S = 5.0
+
+
+class ChildStartError(RuntimeError):
+    """A child failed to start; the message is one line for the operator."""
+
+
+@dataclass
+class Child:
+    name: str
+    process: BaseProcess
+    ready_reader: Connection
+
+
+class Supervisor:
+    """Owns the server's child processes: none outlives the server, none dies unnoticed."""
+
+    def __init__(self) -> None:
+        self._context = multiprocessing.get_context("spawn")
+        self.children: list[Child] = []
+        self._stopping = threading.Event()
+
+    def spawn(self, name: str, target: Callable[..., None], *args: Any) -> None:
+        reader, writer = self._context.Pipe(duplex=False)
+        process = self._context.Process(target=target, args=(*args, writer), name=name, daemon=True)
+        process.start()
+        writer.close()
+        self.children.append(Child(name, process, reader))
+
+    def wait_ready(self, timeout_s: float) -> dict[str, dict[str, Any]]:
+        """Each child's ready message; raises ChildStartError if one fails or dies first."""
+        infos: dict[str, dict[str, Any]] = {}
+        deadline = time.monotonic() + timeout_s
+        while len(infos) < len(self.children):
+            for child in self.children:
+                if child.name in infos:
+                    continue
+                if child.ready_reader.poll(0.05):
+                    try:
+                        info = child.ready_reader.recv()
+                    except EOFError:
+                        info = {"status": "error", "message": "exited during start-up"}
+                    if info.get("status") != "ready":
+                        raise ChildStartError(f"{child.name} failed to start: {info.get('message')}")
+                    infos[child.name] = info
+                elif not child.process.is_alive():
+                    raise ChildStartError(f"{child.name} exited during start-up (exit code {child.process.exitcode})")
+            if time.monotonic() > deadline:
+                raise ChildStartError(f"children not ready after {timeout_s:.0f} s")
+        return infos
+
+    def watch(self) -> None:
+        """In a thread: if any child dies while serving, stop the rest and exit non-zero."""
+
+        def loop() -> None:
+            while not self._stopping.is_set():
+                for child in self.children:
+                    if not child.process.is_alive() and not self._stopping.is_set():
+                        logger.error(
+                            "%s process died (exit code %s); shutting the server down",
+                            child.name,
+                            child.process.exitcode,
+                        )
+                        self.stop()
+                        os._exit(1)
+                time.sleep(0.2)
+
+        threading.Thread(target=loop, name="child-watchdog", daemon=True).start()
+
+    def stop(self) -> None:
+        """Terminates every child, then kills what is left after a grace period."""
+        self._stopping.set()
+        for child in self.children:
+            if child.process.is_alive():
+                child.process.terminate()
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for child in self.children:
+            child.process.join(max(0.0, deadline - time.monotonic()))
+            if child.process.is_alive():
+                child.process.kill()
+                child.process.join(1.0)

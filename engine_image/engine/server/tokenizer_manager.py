@@ -1,0 +1,232 @@
+"""The HTTP process's side of the pipeline: sends requests to the scheduler, gathers outputs.
+
+One receive loop reads the detokenizer's ``TextOutputs`` and wakes the coroutines waiting on
+each request. NOTE (seed 002): waking is done in groups of ``batch_notify_size`` with a
+yield to the event loop between groups, so a step that finishes many requests does not
+starve the loop (health checks, new requests) while thousands of events fire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq.asyncio
+from transformers import PreTrainedTokenizerBase
+
+from engine.ipc.messages import (
+    AbortRequest,
+    ControlResponse,
+    GenerateRequest,
+    Message,
+    RequestError,
+    TextOutputs,
+    decode,
+    encode,
+)
+from engine.ipc.sockets import PortArgs, pull_socket, push_socket
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RequestState:
+    """Everything received so far for one request id."""
+
+    rid: str
+    prompt_tokens: int = 0
+    created: float = field(default_factory=time.perf_counter)
+    text: str = ""
+    output_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    top_logprobs: list[list[tuple[float, int]]] = field(default_factory=list)
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    finish_reason: dict[str, Any] | None = None
+    error: str | None = None
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None or self.error is not None
+
+    def meta_info(self) -> dict[str, Any]:
+        return {
+            "id": self.rid,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "finish_reason": self.finish_reason,
+            "e2e_latency": time.perf_counter() - self.created,
+        }
+
+
+class TokenizerManager:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, port_args: PortArgs, batch_notify_size: int) -> None:
+        self.tokenizer = tokenizer
+        self.batch_notify_size = batch_notify_size
+        context = zmq.asyncio.Context()
+        self._to_scheduler = push_socket(context, port_args.scheduler_input)
+        self._from_detokenizer = pull_socket(context, port_args.tokenizer_input)
+        self.states: dict[str, RequestState] = {}
+        self._controls: dict[str, asyncio.Future[ControlResponse]] = {}
+        self._receiver: asyncio.Task[None] | None = None
+        self.last_output_time = 0.0
+
+    def start(self) -> None:
+        self._receiver = asyncio.get_running_loop().create_task(self._receive_loop())
+
+    async def close(self) -> None:
+        if self._receiver is not None:
+            self._receiver.cancel()
+
+    # ------------------------------------------------------------------ requests
+
+    async def submit(
+        self,
+        input_ids: list[int],
+        sampling_params: dict[str, Any],
+        n: int,
+        return_logprob: bool,
+        top_logprobs_num: int,
+        rid: str | None = None,
+    ) -> list[RequestState]:
+        """Sends one prompt to the scheduler; returns one state per sample (n of them)."""
+        base = rid or uuid.uuid4().hex
+        rids = [base] if n == 1 else [f"{base}-{i}" for i in range(n)]
+        for r in rids:
+            if r in self.states:
+                raise ValueError(f"request id {r!r} is already in use")
+        states = [RequestState(r, prompt_tokens=len(input_ids)) for r in rids]
+        for state in states:
+            self.states[state.rid] = state
+        params = {**sampling_params, "n": n}
+        await self._send(GenerateRequest(rids, input_ids, params, return_logprob, top_logprobs_num))
+        return states
+
+    async def updates(self, states: list[RequestState]) -> AsyncIterator[RequestState]:
+        """Yields a request's state each time new output arrived, until all finished.
+
+        If the consumer stops early (client gone, task cancelled), the unfinished requests
+        are aborted in the scheduler so their KV is freed.
+        """
+        remaining = list(states)
+        try:
+            while remaining:
+                waiters = {asyncio.ensure_future(s.event.wait()): s for s in remaining}
+                try:
+                    done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for waiter in waiters:
+                        waiter.cancel()
+                for waiter in done:
+                    state = waiters[waiter]
+                    state.event.clear()
+                    yield state
+                    if state.finished:
+                        remaining.remove(state)
+        finally:
+            await self.release(states)
+
+    async def release(self, states: list[RequestState]) -> None:
+        """Forgets finished requests and aborts the others."""
+        for state in states:
+            if not state.finished:
+                await self.abort(state.rid)
+            self.states.pop(state.rid, None)
+
+    async def wait(self, state: RequestState, is_disconnected: Callable[[], Any]) -> RequestState:
+        """Waits for the whole output; aborts if ``await is_disconnected()`` turns true meanwhile."""
+        try:
+            while not state.finished:
+                try:
+                    await asyncio.wait_for(state.event.wait(), timeout=1.0)
+                except TimeoutError:
+                    if await is_disconnected():
+                        logger.info("client disconnected; aborting request %s", state.rid)
+                        return state
+                    continue
+                state.event.clear()
+            return state
+        finally:
+            await self.release([state])
+
+    async def wait_until(self, state: RequestState, timeout_s: float) -> None:
+        """Waits for ``state`` to finish or ``timeout_s`` to pass, whichever is first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not state.finished:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            try:
+                await asyncio.wait_for(state.event.wait(), remaining)
+            except TimeoutError:
+                return
+            state.event.clear()
+
+    async def abort(self, rid: str | None = None, abort_all: bool = False) -> None:
+        await self._send(AbortRequest(rid=rid, abort_all=abort_all))
+
+    async def control(self, make: Callable[[str], Message], timeout_s: float) -> ControlResponse | None:
+        """Sends a control request built with a fresh request id; None on timeout."""
+        request_id = uuid.uuid4().hex
+        future: asyncio.Future[ControlResponse] = asyncio.get_running_loop().create_future()
+        self._controls[request_id] = future
+        await self._send(make(request_id))
+        try:
+            return await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            return None
+        finally:
+            self._controls.pop(request_id, None)
+
+    async def _send(self, message: Message) -> None:
+        await self._to_scheduler.send(encode(message))
+
+    # ------------------------------------------------------------------ receiving
+
+    async def _receive_loop(self) -> None:
+        while True:
+            message = decode(await self._from_detokenizer.recv())
+            if isinstance(message, TextOutputs):
+                self.last_output_time = time.monotonic()
+                await self._wake_in_batches(self._apply(message))
+            elif isinstance(message, RequestError):
+                state = self.states.get(message.rid)
+                if state is not None:
+                    state.error = message.message
+                    state.event.set()
+            elif isinstance(message, ControlResponse):
+                future = self._controls.get(message.request_id)
+                if future is not None and not future.done():
+                    future.set_result(message)
+
+    def _apply(self, message: TextOutputs) -> list[RequestState]:
+        touched = []
+        for i, rid in enumerate(message.rids):
+            state = self.states.get(rid)
+            if state is None:
+                continue  # the client is gone and its request was aborted
+            state.text += message.texts[i]
+            state.output_ids += message.new_token_ids[i]
+            state.logprobs += message.new_logprobs[i]
+            state.top_logprobs += [list(step) for step in message.new_top_logprobs[i]]
+            state.completion_tokens = message.completion_tokens[i] or len(state.output_ids)
+            state.cached_tokens = message.cached_tokens[i] or state.cached_tokens
+            state.finish_reason = message.finish_reasons[i]
+            touched.append(state)
+        return touched
+
+    async def _wake_in_batches(self, states: list[RequestState]) -> None:
+        size = self.batch_notify_size
+        for start in range(0, len(states), size):
+            for state in states[start : start + size]:
+                state.event.set()
+            if start + size < len(states):
+                await asyncio.sleep(0)

@@ -1,0 +1,34 @@
+"""The warm-up generate that runs before /health turns 200."""
+
+from __future__ import annotations
+
+import logging
+
+from engine.server.context import ServerContext
+
+logger = logging.getLogger(__name__)
+
+WARMUP_TIMEOUT_S = 600.0
+
+
+async def warm_up(ctx: ServerContext) -> None:
+    """Runs one short generate through all three processes, then marks the server ready.
+
+    NOTE: a failed warm-up leaves /health at 503 (the operator sees why in the log)
+    instead of killing the server, so /server_info and the logs stay reachable.
+    """
+    if ctx.args.skip_server_warmup:
+        ctx.ready = True
+        return
+    tm = ctx.tokenizer_manager
+    ids = ctx.tokenizer.encode("The capital city of France is")
+    states = await tm.submit(ids, {"max_new_tokens": 4, "temperature": 0}, 1, False, 0)
+    try:
+        await tm.wait_until(states[0], WARMUP_TIMEOUT_S)
+    finally:
+        await tm.release(states)
+    if states[0].finished and not states[0].error:
+        ctx.ready = True
+        logger.info("warm-up done; the server is ready")
+    else:
+        logger.error("warm-up generate failed (%s); /health stays 503", states[0].error or "timeout")
