@@ -56,7 +56,9 @@ class IncrementalDetokenizer:
         prefix_text = self._tokenizer.decode(
             self._ids[self._prefix_offset : self._read_offset], skip_special_tokens=skip
         )
-        window_text = self._tokenizer.decode(self._ids[self._prefix_offset :], skip_special_tokens=skip)
+        window_text = self._tokenizer.decode(
+            self._ids[self._prefix_offset :], skip_special_tokens=skip
+        )
         # NOTE: a trailing U+FFFD means the window ends inside a multi-byte UTF-8 character
         # split across tokens; the offsets stay put so the next call decodes it whole.
         if len(window_text) <= len(prefix_text) or window_text.endswith(_REPLACEMENT_CHAR):

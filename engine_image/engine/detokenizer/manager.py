@@ -35,7 +35,9 @@ class DetokenizerManager:
         for i, rid in enumerate(out.rids):
             detok = self._requests.get(rid)
             if detok is None:
-                detok = IncrementalDetokenizer(self._tokenizer, out.skip_special_tokens[i], out.stops[i])
+                detok = IncrementalDetokenizer(
+                    self._tokenizer, out.skip_special_tokens[i], out.stops[i]
+                )
                 self._requests[rid] = detok
             finished = out.finish_reasons[i] is not None
             texts.append(detok.feed(out.new_token_ids[i], finished))

@@ -14,7 +14,9 @@ from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 from engine.server.process_guard import die_with_parent, ignore_interrupts
 
 
-def run_detokenizer_process(tokenizer_path: str, port_args: PortArgs, ready_writer: Connection) -> None:
+def run_detokenizer_process(
+    tokenizer_path: str, port_args: PortArgs, ready_writer: Connection
+) -> None:
     die_with_parent()
     ignore_interrupts()
     try:
@@ -23,7 +25,9 @@ def run_detokenizer_process(tokenizer_path: str, port_args: PortArgs, ready_writ
         inbox = pull_socket(context, port_args.detokenizer_input)
         outbox = push_socket(context, port_args.tokenizer_input)
     except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
-        ready_writer.send({"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]})
+        ready_writer.send(
+            {"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]}
+        )
         sys.exit(1)
     ready_writer.send({"status": "ready"})
     # NOTE: blocking recv, no per-message logging; the launcher ends this process by signal.

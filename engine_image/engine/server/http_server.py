@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from engine.server.context import ServerContext
 from engine.server.http_errors import install_error_handlers
+from engine.server.openai.routes import openai_router
 from engine.server.routes_native import native_router
 from engine.server.warmup import warm_up
 
@@ -33,4 +34,5 @@ def create_app(ctx: ServerContext) -> FastAPI:
     app = FastAPI(title="gomgr engine", lifespan=lifespan, docs_url=None, redoc_url=None)
     install_error_handlers(app)
     app.include_router(native_router(ctx))
+    app.include_router(openai_router(ctx))
     return app

@@ -1,0 +1,211 @@
+"""OpenAI request bodies (pydantic, validated at the edge) and responses (msgspec, fast).
+
+NOTE (seed 002): streamed chunks are msgspec Structs with ``omit_defaults`` encoded
+straight to bytes, so no pydantic object is built per token.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+from pydantic import BaseModel, ConfigDict, Field
+
+# ---------------------------------------------------------------- requests
+
+
+class _Body(BaseModel):
+    # NOTE: unknown fields are ignored, as OpenAI's SDKs send fields newer than any server.
+    model_config = ConfigDict(extra="ignore")
+
+
+class StreamOptions(_Body):
+    include_usage: bool = False
+
+
+class ContentPart(_Body):
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(_Body):
+    role: str
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+class ResponseFormat(_Body):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: dict[str, Any] | None = None
+
+
+class SamplingFields(_Body):
+    """Fields shared by chat and completions, including SGLang's extras (top_k, min_p, ...)."""
+
+    model: str | None = None
+    n: int = Field(default=1, ge=1, le=128)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_k: int | None = None
+    min_p: float | None = None
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    repetition_penalty: float | None = None
+    stop: str | list[str] | None = None
+    stop_token_ids: list[int] | None = None
+    seed: int | None = None
+    ignore_eos: bool = False
+    skip_special_tokens: bool = True
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    user: str | None = None
+
+
+class ChatCompletionRequest(SamplingFields):
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_completion_tokens: int | None = Field(default=None, ge=0)
+    logprobs: bool = False
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    response_format: ResponseFormat | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+
+
+class CompletionRequest(SamplingFields):
+    prompt: str | list[str] | list[int] | list[list[int]]
+    max_tokens: int | None = Field(default=16, ge=0)
+    logprobs: int | None = Field(default=None, ge=0, le=20)
+    echo: bool = False
+    suffix: str | None = None
+
+
+# ---------------------------------------------------------------- responses
+
+
+class _Out(msgspec.Struct, omit_defaults=True):
+    pass
+
+
+class PromptTokensDetails(_Out):
+    cached_tokens: int
+
+
+class Usage(_Out):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails | None = None
+
+
+class TopLogprob(_Out):
+    token: str
+    logprob: float
+    bytes: list[int] | None = None
+
+
+class TokenLogprob(_Out):
+    token: str
+    logprob: float
+    bytes: list[int] | None = None
+    top_logprobs: list[TopLogprob] = []
+
+
+class ChoiceLogprobs(_Out):
+    content: list[TokenLogprob]
+
+
+class AssistantMessage(_Out):
+    role: str = "assistant"
+    content: str | None = None
+
+
+class ChatChoice(_Out):
+    index: int
+    message: AssistantMessage
+    finish_reason: str | None = None
+    logprobs: ChoiceLogprobs | None = None
+
+
+class ChatCompletion(_Out):
+    id: str
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage
+    object: str = "chat.completion"
+
+
+class Delta(_Out):
+    role: str | None = None
+    content: str | None = None
+
+
+class ChunkChoice(_Out):
+    index: int
+    delta: Delta
+    finish_reason: str | None = None
+    logprobs: ChoiceLogprobs | None = None
+
+
+class ChatCompletionChunk(_Out):
+    id: str
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: Usage | None = None
+    object: str = "chat.completion.chunk"
+
+
+class CompletionLogprobs(_Out):
+    tokens: list[str]
+    token_logprobs: list[float]
+    top_logprobs: list[dict[str, float]] | None = None
+    text_offset: list[int] | None = None
+
+
+class CompletionChoice(_Out):
+    index: int
+    text: str
+    finish_reason: str | None = None
+    logprobs: CompletionLogprobs | None = None
+
+
+class Completion(_Out):
+    id: str
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: Usage | None = None
+    object: str = "text_completion"
+
+
+class ModelCard(_Out):
+    id: str
+    created: int
+    owned_by: str
+    root: str
+    max_model_len: int
+    object: str = "model"
+
+
+class ModelList(_Out):
+    data: list[ModelCard]
+    object: str = "list"
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_json(value: msgspec.Struct) -> bytes:
+    return _encoder.encode(value)
+
+
+def sse_event(value: msgspec.Struct) -> bytes:
+    return b"data: " + _encoder.encode(value) + b"\n\n"
+
+
+SSE_DONE = b"data: [DONE]\n\n"

@@ -1,0 +1,148 @@
+"""/v1/completions: raw prompts (text or token ids), OpenAI's text_completion objects."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
+import orjson
+from fastapi import Request
+from fastapi.responses import Response, StreamingResponse
+
+from engine.server.context import ServerContext
+from engine.server.http_errors import ApiError, bad_request
+from engine.server.native_generate import check_prompt, sampling_params_for
+from engine.server.openai.logprobs import completion_logprobs
+from engine.server.openai.protocol import (
+    SSE_DONE,
+    Completion,
+    CompletionChoice,
+    CompletionRequest,
+    CompletionLogprobs,
+    PromptTokensDetails,
+    Usage,
+    encode_json,
+    sse_event,
+)
+from engine.server.openai.sampling import finish_reason, sampling_params
+from engine.server.tokenizer_manager import RequestState
+
+
+def _prompts(ctx: ServerContext, prompt: str | list[str] | list[int] | list[list[int]]) -> list[list[int]]:
+    if isinstance(prompt, str):
+        prompts = [ctx.tokenizer.encode(prompt)]
+    elif not prompt:
+        raise bad_request("prompt must not be empty", param="prompt")
+    elif isinstance(prompt[0], str):
+        prompts = [ctx.tokenizer.encode(p) for p in prompt]  # type: ignore[arg-type]
+    elif isinstance(prompt[0], int):
+        prompts = [list(prompt)]  # type: ignore[arg-type]
+    else:
+        prompts = [list(p) for p in prompt]  # type: ignore[union-attr]
+    for ids in prompts:
+        check_prompt(ctx, ids)
+    return prompts
+
+
+async def create_completion(ctx: ServerContext, body: CompletionRequest, request: Request) -> Response:
+    if body.suffix:
+        raise bad_request("suffix is not supported", param="suffix")
+    prompts = _prompts(ctx, body.prompt)
+    top = body.logprobs or 0
+    want_logprobs = body.logprobs is not None
+    tm = ctx.tokenizer_manager
+    states: list[RequestState] = []
+    prompt_of: list[list[int]] = []
+    for ids in prompts:
+        max_new = body.max_tokens if body.max_tokens is not None else ctx.context_length - len(ids)
+        params, _ = sampling_params_for(ctx, sampling_params(body, max_new))
+        new = await tm.submit(ids, params, body.n, want_logprobs, top)
+        states += new
+        prompt_of += [ids] * len(new)
+    response_id = f"cmpl-{uuid.uuid4().hex}"
+    model = body.model or ctx.args.model_name
+    prompt_tokens = sum(len(p) for p in prompts)
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        return StreamingResponse(
+            _stream(ctx, body, states, prompt_of, response_id, model, prompt_tokens, include_usage),
+            media_type="text/event-stream",
+        )
+    for state in states:
+        await tm.wait(state, request.is_disconnected)
+    errors = [s.error for s in states if s.error]
+    if errors:
+        raise ApiError(400, errors[0])
+    choices = []
+    for i, (state, ids) in enumerate(zip(states, prompt_of)):
+        echo = ctx.tokenizer.decode(ids) if body.echo else ""
+        choices.append(
+            CompletionChoice(
+                index=i,
+                text=echo + state.text,
+                finish_reason=finish_reason(state.finish_reason),
+                logprobs=_logprobs(ctx, state, 0, len(echo)) if want_logprobs else None,
+            )
+        )
+    completion = Completion(
+        id=response_id,
+        created=int(time.time()),
+        model=model,
+        choices=choices,
+        usage=_usage(states, prompt_tokens),
+    )
+    return Response(encode_json(completion), media_type="application/json")
+
+
+def _usage(states: list[RequestState], prompt_tokens: int) -> Usage:
+    completion = sum(s.completion_tokens for s in states)
+    cached = max((s.cached_tokens for s in states), default=0)
+    return Usage(prompt_tokens, completion, prompt_tokens + completion, PromptTokensDetails(cached))
+
+
+def _logprobs(ctx: ServerContext, state: RequestState, start: int, text_offset: int) -> CompletionLogprobs:
+    return completion_logprobs(
+        ctx.tokenizer, state.output_ids[start:], state.logprobs[start:], state.top_logprobs[start:], text_offset
+    )
+
+
+async def _stream(
+    ctx: ServerContext,
+    body: CompletionRequest,
+    states: list[RequestState],
+    prompt_of: list[list[int]],
+    response_id: str,
+    model: str,
+    prompt_tokens: int,
+    include_usage: bool,
+) -> AsyncIterator[bytes]:
+    created = int(time.time())
+    index = {id(s): i for i, s in enumerate(states)}
+    sent_chars = [0] * len(states)
+    sent_tokens = [0] * len(states)
+
+    def chunk(choices: list[CompletionChoice], usage: Usage | None = None) -> bytes:
+        return sse_event(Completion(id=response_id, created=created, model=model, choices=choices, usage=usage))
+
+    if body.echo:
+        for i, ids in enumerate(prompt_of):
+            yield chunk([CompletionChoice(index=i, text=ctx.tokenizer.decode(ids))])
+    async with aclosing(ctx.tokenizer_manager.updates(states)) as updates:
+        async for state in updates:
+            if state.error:
+                yield b"data: " + orjson.dumps({"error": {"message": state.error, "type": "invalid_request_error"}}) + b"\n\n"
+                break
+            i = index[id(state)]
+            text = state.text[sent_chars[i] :]
+            reason = finish_reason(state.finish_reason)
+            if not text and reason is None:
+                continue
+            logprobs = _logprobs(ctx, state, sent_tokens[i], sent_chars[i]) if body.logprobs is not None else None
+            sent_chars[i] += len(text)
+            sent_tokens[i] = len(state.output_ids)
+            yield chunk([CompletionChoice(index=i, text=text, finish_reason=reason, logprobs=logprobs)])
+    if include_usage:
+        yield chunk([], _usage(states, prompt_tokens))
+    yield SSE_DONE

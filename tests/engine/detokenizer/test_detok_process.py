@@ -1,0 +1,112 @@
+"""The detokenizer child process over real ZMQ ipc sockets."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zmq
+from engine.detokenizer.process import run_detokenizer_process
+from engine.ipc.messages import TextOutputs, TokenOutputs, decode, encode
+from engine.ipc.sockets import PortArgs, pull_socket, push_socket
+from transformers import PreTrainedTokenizerBase
+
+pytestmark = pytest.mark.slow
+
+_READY_TIMEOUT_S = 120.0
+_REPLY_TIMEOUT_MS = 30_000
+_EXIT_TIMEOUT_S = 10.0
+
+
+@pytest.fixture
+def port_args() -> Iterator[PortArgs]:
+    args = PortArgs.create()
+    yield args
+    shutil.rmtree(args.directory, ignore_errors=True)
+
+
+@pytest.fixture
+def context() -> Iterator[zmq.Context]:
+    ctx = zmq.Context()
+    yield ctx
+    ctx.destroy(linger=0)
+
+
+def _start(
+    tokenizer_path: str, port_args: PortArgs
+) -> tuple[multiprocessing.process.BaseProcess, dict[str, str]]:
+    """Spawns the child and waits (bounded) for its start-up report."""
+    mp = multiprocessing.get_context("spawn")
+    reader, writer = mp.Pipe(duplex=False)
+    proc = mp.Process(
+        target=run_detokenizer_process, args=(tokenizer_path, port_args, writer), daemon=True
+    )
+    proc.start()
+    writer.close()
+    try:
+        assert reader.poll(_READY_TIMEOUT_S), "the detokenizer never reported start-up"
+        return proc, reader.recv()
+    except BaseException:
+        proc.kill()
+        proc.join(_EXIT_TIMEOUT_S)
+        raise
+    finally:
+        reader.close()
+
+
+def test_child_detokenizes_over_ipc(
+    smollm2_dir: Path, tokenizer: PreTrainedTokenizerBase, port_args: PortArgs, context: zmq.Context
+) -> None:
+    # NOTE: bound before the child starts, so its PUSH connects to a live endpoint.
+    inbox = pull_socket(context, port_args.tokenizer_input)
+    proc, report = _start(str(smollm2_dir), port_args)
+    try:
+        assert report == {"status": "ready"}
+        ids = tokenizer.encode("Hi 😀 there")
+        outbox = push_socket(context, port_args.detokenizer_input)
+        outbox.send(
+            encode(
+                TokenOutputs(
+                    rids=["r1"],
+                    new_token_ids=[ids],
+                    new_logprobs=[[0.0] * len(ids)],
+                    new_top_logprobs=[[]],
+                    finish_reasons=[{"type": "length"}],
+                    prompt_tokens=[4],
+                    completion_tokens=[len(ids)],
+                    cached_tokens=[0],
+                    skip_special_tokens=[True],
+                    stops=[[]],
+                )
+            )
+        )
+        assert inbox.poll(_REPLY_TIMEOUT_MS), "no TextOutputs came back"
+        reply = decode(inbox.recv())
+        assert isinstance(reply, TextOutputs)
+        assert reply.rids == ["r1"] and reply.texts == ["Hi 😀 there"]
+        assert reply.new_token_ids == [ids] and reply.finish_reasons == [{"type": "length"}]
+    finally:
+        proc.terminate()
+        proc.join(_EXIT_TIMEOUT_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(_EXIT_TIMEOUT_S)
+    assert not proc.is_alive()
+    assert proc.exitcode == -signal.SIGTERM
+
+
+def test_bad_tokenizer_path_reports_error(tmp_path: Path, port_args: PortArgs) -> None:
+    # NOTE: an existing directory without tokenizer files fails locally, never asking the Hub.
+    proc, report = _start(str(tmp_path), port_args)
+    proc.join(_EXIT_TIMEOUT_S)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(_EXIT_TIMEOUT_S)
+        pytest.fail("the detokenizer did not exit after a start-up error")
+    assert report["status"] == "error"
+    assert report["message"] and "\n" not in report["message"]
+    assert proc.exitcode == 1
