@@ -87,7 +87,11 @@ class CompletionRequest(SamplingFields):
 
 
 class _Out(msgspec.Struct, omit_defaults=True):
-    pass
+    """Response base: None-valued optional fields are omitted from the JSON.
+
+    NOTE: ``object`` and ``role`` have no defaults on purpose: omit_defaults would drop
+    them, and clients need them.
+    """
 
 
 class PromptTokensDetails(_Out):
@@ -119,7 +123,7 @@ class ChoiceLogprobs(_Out):
 
 
 class AssistantMessage(_Out):
-    role: str = "assistant"
+    role: str
     content: str | None = None
 
 
@@ -131,12 +135,12 @@ class ChatChoice(_Out):
 
 
 class ChatCompletion(_Out):
+    object: str
     id: str
     created: int
     model: str
     choices: list[ChatChoice]
     usage: Usage
-    object: str = "chat.completion"
 
 
 class Delta(_Out):
@@ -152,12 +156,12 @@ class ChunkChoice(_Out):
 
 
 class ChatCompletionChunk(_Out):
+    object: str
     id: str
     created: int
     model: str
     choices: list[ChunkChoice]
     usage: Usage | None = None
-    object: str = "chat.completion.chunk"
 
 
 class CompletionLogprobs(_Out):
@@ -175,26 +179,26 @@ class CompletionChoice(_Out):
 
 
 class Completion(_Out):
+    object: str
     id: str
     created: int
     model: str
     choices: list[CompletionChoice]
     usage: Usage | None = None
-    object: str = "text_completion"
 
 
 class ModelCard(_Out):
+    object: str
     id: str
     created: int
     owned_by: str
     root: str
     max_model_len: int
-    object: str = "model"
 
 
 class ModelList(_Out):
+    object: str
     data: list[ModelCard]
-    object: str = "list"
 
 
 _encoder = msgspec.json.Encoder()

@@ -18,6 +18,7 @@ from engine.server.openai.protocol import (
 )
 from engine.server.openai.serving_chat import create_chat_completion
 from engine.server.openai.serving_completions import create_completion
+from engine.server.openai.serving_responses import ResponsesRequest, create_response
 
 
 def openai_router(ctx: ServerContext) -> APIRouter:
@@ -26,6 +27,7 @@ def openai_router(ctx: ServerContext) -> APIRouter:
 
     def card() -> ModelCard:
         return ModelCard(
+            object="model",
             id=ctx.args.model_name,
             created=started,
             owned_by="gomgr",
@@ -35,7 +37,7 @@ def openai_router(ctx: ServerContext) -> APIRouter:
 
     @router.get("/v1/models")
     async def list_models() -> Response:
-        return Response(encode_json(ModelList(data=[card()])), media_type="application/json")
+        return Response(encode_json(ModelList(object="list", data=[card()])), media_type="application/json")
 
     @router.get("/v1/models/{model_id:path}")
     async def get_model(model_id: str) -> Response:
@@ -56,5 +58,9 @@ def openai_router(ctx: ServerContext) -> APIRouter:
     @router.post("/v1/completions")
     async def completions(request: Request) -> Response:
         return await create_completion(ctx, await parse_json_body(request, CompletionRequest), request)
+
+    @router.post("/v1/responses")
+    async def responses(request: Request) -> Response:
+        return await create_response(ctx, await parse_json_body(request, ResponsesRequest), request)
 
     return router

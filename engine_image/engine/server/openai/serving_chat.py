@@ -78,13 +78,14 @@ async def create_chat_completion(ctx: ServerContext, body: ChatCompletionRequest
     choices = [
         ChatChoice(
             index=i,
-            message=AssistantMessage(content=s.text),
+            message=AssistantMessage(role="assistant", content=s.text),
             finish_reason=finish_reason(s.finish_reason),
             logprobs=chat_logprobs(ctx.tokenizer, s.output_ids, s.logprobs, s.top_logprobs) if body.logprobs else None,
         )
         for i, s in enumerate(states)
     ]
     completion = ChatCompletion(
+        object="chat.completion",
         id=response_id, created=int(time.time()), model=model, choices=choices, usage=usage_of(states, len(ids))
     )
     return Response(encode_json(completion), media_type="application/json")
@@ -105,7 +106,7 @@ async def _stream(
     sent_tokens = [0] * len(states)
 
     def chunk(choices: list[ChunkChoice], usage: Usage | None = None) -> bytes:
-        return sse_event(ChatCompletionChunk(id=response_id, created=created, model=model, choices=choices, usage=usage))
+        return sse_event(ChatCompletionChunk(object="chat.completion.chunk", id=response_id, created=created, model=model, choices=choices, usage=usage))
 
     for i in range(len(states)):
         yield chunk([ChunkChoice(index=i, delta=Delta(role="assistant", content=""))])

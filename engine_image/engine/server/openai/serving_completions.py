@@ -87,6 +87,7 @@ async def create_completion(ctx: ServerContext, body: CompletionRequest, request
             )
         )
     completion = Completion(
+        object="text_completion",
         id=response_id,
         created=int(time.time()),
         model=model,
@@ -99,7 +100,12 @@ async def create_completion(ctx: ServerContext, body: CompletionRequest, request
 def _usage(states: list[RequestState], prompt_tokens: int) -> Usage:
     completion = sum(s.completion_tokens for s in states)
     cached = max((s.cached_tokens for s in states), default=0)
-    return Usage(prompt_tokens, completion, prompt_tokens + completion, PromptTokensDetails(cached))
+    return Usage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion,
+        total_tokens=prompt_tokens + completion,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=cached),
+    )
 
 
 def _logprobs(ctx: ServerContext, state: RequestState, start: int, text_offset: int) -> CompletionLogprobs:
@@ -124,7 +130,7 @@ async def _stream(
     sent_tokens = [0] * len(states)
 
     def chunk(choices: list[CompletionChoice], usage: Usage | None = None) -> bytes:
-        return sse_event(Completion(id=response_id, created=created, model=model, choices=choices, usage=usage))
+        return sse_event(Completion(object="text_completion", id=response_id, created=created, model=model, choices=choices, usage=usage))
 
     if body.echo:
         for i, ids in enumerate(prompt_of):
