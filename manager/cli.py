@@ -30,7 +30,7 @@ app.add_typer(models_app, name="models")
 _stderr = Console(stderr=True)
 
 # NOTE: the issues that build the missing parts; `start` names them until they land.
-_MISSING = "the engine server and router are not built yet (issues #4, #6, #7)"
+_MISSING = "the router and the engine lifecycle are not built yet (issues #6, #7)"
 
 
 @app.callback()
