@@ -12,7 +12,8 @@ class KVPool:
     is the dummy slot that padded positions write to.
 
     NOTE: buffers come from ``torch.empty``: a slot's content is garbage until ``set_kv``
-    writes it, which is fine because attention only reads slots the scheduler wrote.
+    writes it, which is fine because attention only reads slots the scheduler wrote (and
+    the zeroed dummy row, masked out).
     """
 
     def __init__(
@@ -38,6 +39,10 @@ class KVPool:
         shape = (size + 1, num_kv_heads, head_dim)
         self._k = [torch.empty(shape, dtype=dtype, device=self.device) for _ in range(num_layers)]
         self._v = [torch.empty(shape, dtype=dtype, device=self.device) for _ in range(num_layers)]
+        # NOTE: padded attention rows read the dummy slot under a -inf mask, yet a NaN left
+        # there by torch.empty still poisons the output (0 * NaN): the dummy row is zeroed.
+        for buffer in self._k + self._v:
+            buffer[0].zero_()
 
     def k_buffer(self, layer: int) -> torch.Tensor:
         return self._k[layer]

@@ -50,11 +50,6 @@ class ModelRunner:
         self.max_total_tokens = self._pool_size()
         mc = self.model_config
         self.kv_pool = KVPool(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.max_total_tokens, self.dtype, self.device)
-        # NOTE: the pool starts as torch.empty garbage; padded decode rows read dummy slot 0
-        # under a -inf mask, yet a NaN there still poisons the output (0 * NaN), so zero it.
-        for layer in range(mc.num_layers):
-            self.kv_pool.k_buffer(layer)[0].zero_()
-            self.kv_pool.v_buffer(layer)[0].zero_()
         self.allocator = TokenAllocator(self.max_total_tokens, device=self.device)
         # NOTE: +1 position so a request at the context limit can still write its last token.
         self.req_to_token_pool = ReqToTokenPool(config.max_running_requests, self.context_length + 1, self.device)
