@@ -1,1 +1,1 @@
-"""Benchmarks: each module runs one comparison and returns its raw numbers; see docs/benchmarks.md."""
+"""Benchmarks: each module compares one part of ours with a peer; see docs/benchmarks.md."""

@@ -26,15 +26,16 @@ from typing import Any, Protocol
 
 import torch
 import transformers
+from engine.engine import Engine
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from engine.engine import Engine
 from manager.models.pull import pull_model
 
 MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 PAD_ID = 2
 TOKEN_RANGE = (100, 40000)  # ordinary vocabulary ids: no special or control tokens
 SEED = 1234
+DEFAULT_OUT = Path("bench/results/engine_vs_transformers.json")
 
 
 @dataclass(frozen=True)
@@ -158,15 +159,17 @@ def summarize(timings: list[Timing], config: Config) -> list[dict[str, float]]:
 
 def markdown_table(rows: list[dict[str, float]]) -> str:
     lines = [
-        "| batch | ours decode tok/s | transformers decode tok/s | ratio "
-        "| ours prefill tok/s | transformers prefill tok/s | ratio |",
+        (
+            "| batch | ours decode tok/s | transformers decode tok/s | ratio "
+            "| ours prefill tok/s | transformers prefill tok/s | ratio |"
+        ),
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['batch']:.0f} | {r['ours_decode_tps']:.1f} | {r['peer_decode_tps']:.1f} "
-            f"| {r['decode_ratio']:.2f} | {r['ours_prefill_tps']:.0f} | {r['peer_prefill_tps']:.0f} "
-            f"| {r['prefill_ratio']:.2f} |"
+            f"| {r['decode_ratio']:.2f} | {r['ours_prefill_tps']:.0f} "
+            f"| {r['peer_prefill_tps']:.0f} | {r['prefill_ratio']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -228,7 +231,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--out", type=Path, default=Path("bench/results/engine_vs_transformers.json"))
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ns = parser.parse_args(argv)
     return Config(
         batch_sizes=tuple(int(b) for b in ns.batch_sizes.split(",")),

@@ -9,9 +9,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from engine.server.anthropic.routes import anthropic_router
 from engine.server.context import ServerContext
 from engine.server.http_errors import install_error_handlers
+from engine.server.metrics import enable_metrics
+from engine.server.middleware import install_middleware
+from engine.server.ollama.routes import ollama_router
 from engine.server.openai.routes import openai_router
+from engine.server.routes_cloud import cloud_open_paths, cloud_router
 from engine.server.routes_native import native_router
 from engine.server.warmup import warm_up
 
@@ -33,6 +38,10 @@ def create_app(ctx: ServerContext) -> FastAPI:
 
     app = FastAPI(title="gomgr engine", lifespan=lifespan, docs_url=None, redoc_url=None)
     install_error_handlers(app)
+    install_middleware(app, ctx.args.api_key, enable_metrics(app, ctx), cloud_open_paths())
+    app.include_router(cloud_router(ctx))
     app.include_router(native_router(ctx))
     app.include_router(openai_router(ctx))
+    app.include_router(anthropic_router(ctx))
+    app.include_router(ollama_router(ctx))
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from typing import Any
@@ -19,6 +20,7 @@ from engine.server.native_generate import GenerateBody, generate
 HEALTH_CHECK_TIMEOUT_S = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
 PIPELINE_PING_TIMEOUT_S = 5.0
 RECENT_OUTPUT_S = 1.0
+OUTPUT_POLL_S = 0.1
 
 
 class TokenizeBody(BaseModel):
@@ -59,8 +61,17 @@ def native_router(ctx: ServerContext) -> APIRouter:
     async def health() -> Response:
         if not ctx.ready or ctx.shutting_down:
             return Response(status_code=503)
-        reply = await tm.control(ServerInfoRequest, PIPELINE_PING_TIMEOUT_S)
-        return Response(status_code=200 if reply is not None else 503)
+        # NOTE: the scheduler answers the ping only between model steps; output arriving
+        # meanwhile proves the pipeline alive too, so a long step under load is no hang.
+        started = time.monotonic()
+        ping = asyncio.ensure_future(tm.control(ServerInfoRequest, HEALTH_CHECK_TIMEOUT_S))
+        try:
+            while not ping.done() and tm.last_output_time <= started:
+                await asyncio.wait({ping}, timeout=OUTPUT_POLL_S)
+            alive = tm.last_output_time > started or ping.result() is not None
+        finally:
+            ping.cancel()
+        return Response(status_code=200 if alive else 503)
 
     @router.get("/health_generate")
     async def health_generate() -> Response:

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import zmq.asyncio
 from transformers import PreTrainedTokenizerBase
@@ -50,6 +50,10 @@ class RequestState:
     finish_reason: dict[str, Any] | None = None
     error: str | None = None
     event: asyncio.Event = field(default_factory=asyncio.Event)
+    # NOTE: written only by the metrics observer (--enable-metrics).
+    first_token_at: float = 0.0
+    last_token_at: float = 0.0
+    observed_tokens: int = 0
 
     @property
     def finished(self) -> bool:
@@ -66,6 +70,12 @@ class RequestState:
         }
 
 
+class OutputObserver(Protocol):
+    """Sees every batch of updated request states (the metrics of --enable-metrics)."""
+
+    def on_outputs(self, states: list[RequestState]) -> None: ...
+
+
 class TokenizerManager:
     def __init__(self, tokenizer: PreTrainedTokenizerBase, port_args: PortArgs, batch_notify_size: int) -> None:
         self.tokenizer = tokenizer
@@ -77,6 +87,8 @@ class TokenizerManager:
         self._controls: dict[str, asyncio.Future[ControlResponse]] = {}
         self._receiver: asyncio.Task[None] | None = None
         self.last_output_time = 0.0
+        # NOTE: set only with --enable-metrics, so the hook costs one None check per message.
+        self.observer: OutputObserver | None = None
 
     def start(self) -> None:
         self._receiver = asyncio.get_running_loop().create_task(self._receive_loop())
@@ -196,7 +208,10 @@ class TokenizerManager:
             message = decode(await self._from_detokenizer.recv())
             if isinstance(message, TextOutputs):
                 self.last_output_time = time.monotonic()
-                await self._wake_in_batches(self._apply(message))
+                touched = self._apply(message)
+                if self.observer is not None:
+                    self.observer.on_outputs(touched)
+                await self._wake_in_batches(touched)
             elif isinstance(message, RequestError):
                 state = self.states.get(message.rid)
                 if state is not None:

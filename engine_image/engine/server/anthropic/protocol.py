@@ -1,0 +1,148 @@
+"""Anthropic request bodies (pydantic, validated at the edge) and responses (msgspec, fast).
+
+Responses and stream events are msgspec Structs tagged by their ``type`` field, so no pydantic
+object is built per token. They keep their None fields (``"stop_reason": null`` and friends),
+as Anthropic's API always sends them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.server.openai.protocol import ContentPart
+
+# ---------------------------------------------------------------- requests
+
+
+class _Body(BaseModel):
+    # NOTE: unknown fields (metadata, thinking, service_tier, ...) are ignored, as with OpenAI.
+    model_config = ConfigDict(extra="ignore")
+
+
+class InputMessage(_Body):
+    role: Literal["user", "assistant"]
+    # NOTE: blocks of every type parse here (type + text); serving refuses all but text.
+    content: str | list[ContentPart]
+
+
+class CountTokensRequest(_Body):
+    model: str
+    messages: list[InputMessage] = Field(min_length=1)
+    system: str | list[ContentPart] | None = None
+    tools: list[dict[str, Any]] | None = None
+
+
+class MessagesRequest(CountTokensRequest):
+    max_tokens: int = Field(ge=1)
+    stop_sequences: list[str] | None = None
+    # NOTE: Anthropic's ranges, inside OpenAI's, so the translated chat request stays valid.
+    temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_k: int | None = None
+    stream: bool = False
+
+
+# ---------------------------------------------------------------- responses
+
+StopReason = Literal["end_turn", "max_tokens", "stop_sequence"]
+
+
+class _Tagged(msgspec.Struct, tag_field="type"):
+    pass
+
+
+class TextBlock(_Tagged, tag="text"):
+    text: str
+
+
+class Usage(msgspec.Struct):
+    input_tokens: int
+    output_tokens: int
+    cache_read_input_tokens: int
+
+
+class Message(_Tagged, tag="message", kw_only=True):
+    id: str
+    role: str = "assistant"
+    model: str
+    content: list[TextBlock]
+    stop_reason: StopReason | None
+    stop_sequence: str | None
+    usage: Usage
+
+
+class CountTokensResponse(msgspec.Struct):
+    input_tokens: int
+
+
+class ErrorDetail(msgspec.Struct):
+    type: str
+    message: str
+
+
+class ErrorResponse(_Tagged, tag="error"):
+    error: ErrorDetail
+
+
+# ---------------------------------------------------------------- stream events
+
+
+class MessageStart(_Tagged, tag="message_start"):
+    message: Message
+
+
+class ContentBlockStart(_Tagged, tag="content_block_start"):
+    index: int
+    content_block: TextBlock
+
+
+class Ping(_Tagged, tag="ping"):
+    pass
+
+
+class TextDelta(_Tagged, tag="text_delta"):
+    text: str
+
+
+class ContentBlockDelta(_Tagged, tag="content_block_delta"):
+    index: int
+    delta: TextDelta
+
+
+class ContentBlockStop(_Tagged, tag="content_block_stop"):
+    index: int
+
+
+class StopDelta(msgspec.Struct):
+    stop_reason: StopReason
+    stop_sequence: str | None
+
+
+class DeltaUsage(msgspec.Struct):
+    output_tokens: int
+    cache_read_input_tokens: int
+
+
+class MessageDelta(_Tagged, tag="message_delta"):
+    delta: StopDelta
+    usage: DeltaUsage
+
+
+class MessageStop(_Tagged, tag="message_stop"):
+    pass
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_json(value: msgspec.Struct) -> bytes:
+    return _encoder.encode(value)
+
+
+def sse_event(value: _Tagged) -> bytes:
+    """``event: <type>\\ndata: <json>\\n\\n``, the event named by the Struct's tag."""
+    tag = value.__struct_config__.tag
+    return b"event: " + str(tag).encode() + b"\ndata: " + _encoder.encode(value) + b"\n\n"

@@ -1,0 +1,163 @@
+"""What /api/chat and /api/generate share: model check, options, one generation, NDJSON or one reply."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing, suppress
+from typing import Any
+
+import msgspec
+from fastapi import Request
+from fastapi.responses import Response, StreamingResponse
+
+from engine.server.context import ServerContext
+from engine.server.http_errors import ApiError, bad_request
+from engine.server.native_generate import check_prompt, sampling_params_for
+from engine.server.ollama.protocol import Done, Options, encode_json, ndjson_line
+from engine.server.tokenizer_manager import RequestState
+
+# NOTE: how often a non-streamed request checks whether its client is still there.
+DISCONNECT_POLL_S = 1.0
+
+# NOTE: Ollama option name → the engine's sampling parameter name, copied when set.
+_OPTION_NAMES = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "min_p": "min_p",
+    "seed": "seed",
+    "repeat_penalty": "repetition_penalty",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+}
+
+# NOTE: builds one reply from a text (a delta, or the whole text) and, on the last one, Done.
+Render = Callable[[str, Done | None], msgspec.Struct]
+
+
+def is_served(ctx: ServerContext, model: str) -> bool:
+    """The engine serves one model, known by its served name (with or without ":latest") or path."""
+    name = ctx.args.model_name
+    return model in (name, f"{name}:latest", ctx.model_path)
+
+
+def check_model(ctx: ServerContext, model: str) -> None:
+    if not is_served(ctx, model):
+        raise ApiError(404, f"model '{model}' not found, try pulling it first")
+
+
+def refuse_unavailable(
+    ctx: ServerContext, fmt: str | dict[str, Any] | None, think: bool | str | None
+) -> None:
+    if fmt not in (None, ""):
+        raise bad_request("format is not supported yet")
+    if think not in (None, False):
+        raise bad_request(f"'{ctx.args.model_name}' does not support thinking")
+
+
+def sampling_params(ctx: ServerContext, options: Options | None, ids: list[int]) -> dict[str, Any]:
+    """Validated engine sampling params for a prompt of ``ids`` (also checked against the context)."""
+    check_prompt(ctx, ids)
+    options = options or Options()
+    if options.num_predict is not None and options.num_predict < -1:
+        raise bad_request(
+            f"num_predict must be -1 (up to the context length) or >= 0, got {options.num_predict}"
+        )
+    up_to_context = options.num_predict in (None, -1)
+    raw: dict[str, Any] = {
+        "max_new_tokens": ctx.context_length - len(ids) if up_to_context else options.num_predict
+    }
+    for option, param in _OPTION_NAMES.items():
+        value = getattr(options, option)
+        if value is not None:
+            raw[param] = value
+    if options.stop:
+        raw["stop"] = [options.stop] if isinstance(options.stop, str) else options.stop
+    params, _ = sampling_params_for(ctx, raw)
+    return params
+
+
+class Generation:
+    """One prompt through the TokenizerManager, as text deltas, with Ollama's timings.
+
+    The request is submitted when the deltas are first iterated, so a streamed reply whose
+    client left before the first byte never reaches the scheduler.
+    """
+
+    def __init__(
+        self, ctx: ServerContext, ids: list[int], params: dict[str, Any], started_ns: int
+    ) -> None:
+        self.tm = ctx.tokenizer_manager
+        self.ids = ids
+        self.params = params
+        self.started_ns = started_ns
+        self.first_output_ns: int | None = None
+        self.state: RequestState | None = None
+
+    async def deltas(self) -> AsyncIterator[str]:
+        states = await self.tm.submit(self.ids, self.params, 1, False, 0)
+        self.state = states[0]
+        sent = 0
+        async with aclosing(self.tm.updates(states)) as updates:
+            async for state in updates:
+                if state.error:
+                    raise ApiError(400, state.error)
+                if self.first_output_ns is None:
+                    self.first_output_ns = time.perf_counter_ns()
+                if len(state.text) > sent:
+                    yield state.text[sent:]
+                    sent = len(state.text)
+
+    def done(self) -> Done:
+        state = self.state
+        assert state is not None, "done() before the generation ran"
+        end = time.perf_counter_ns()
+        first = self.first_output_ns or end
+        return Done(
+            done_reason=str(state.finish_reason["type"]) if state.finish_reason else "stop",
+            total_duration=end - self.started_ns,
+            load_duration=0,  # the model is always loaded
+            prompt_eval_count=state.prompt_tokens,
+            prompt_eval_duration=first - self.started_ns,
+            eval_count=state.completion_tokens,
+            eval_duration=end - first,
+        )
+
+
+async def respond(
+    generation: Generation, stream: bool, render: Render, request: Request
+) -> Response:
+    if stream:
+        return StreamingResponse(_ndjson(generation, render), media_type="application/x-ndjson")
+    collecting = asyncio.ensure_future(_whole_text(generation))
+    try:
+        while not (await asyncio.wait({collecting}, timeout=DISCONNECT_POLL_S))[0]:
+            if await request.is_disconnected():
+                raise ApiError(499, "the client disconnected")
+    finally:
+        # NOTE: the client left, or this handler was cancelled: abort the request in the scheduler.
+        if not collecting.done():
+            collecting.cancel()
+            with suppress(asyncio.CancelledError):
+                await collecting
+    return Response(
+        encode_json(render(collecting.result(), generation.done())), media_type="application/json"
+    )
+
+
+async def _whole_text(generation: Generation) -> str:
+    async with aclosing(generation.deltas()) as deltas:
+        return "".join([text async for text in deltas])
+
+
+async def _ndjson(generation: Generation, render: Render) -> AsyncIterator[bytes]:
+    try:
+        async with aclosing(generation.deltas()) as deltas:
+            async for text in deltas:
+                yield ndjson_line(render(text, None))
+    except ApiError as err:
+        yield ndjson_line({"error": err.message})
+        return
+    yield ndjson_line(render("", generation.done()))
