@@ -38,6 +38,11 @@ class EngineServer:
     def log_tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
+    def token_count(self, text: str) -> int:
+        """How many tokens ``text`` is, by the server's own /tokenize (no special tokens)."""
+        reply = httpx.post(f"{self.url}/tokenize", json={"prompt": text, "add_special_tokens": False})
+        return int(reply.json()["count"])
+
     def children(self) -> list[psutil.Process]:
         return psutil.Process(self.process.pid).children(recursive=True)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -13,7 +11,7 @@ import pytest
 from anthropic import Anthropic
 from anthropic.types import Message
 
-from tests.support.engine_process import EngineServer, engine_server
+from tests.support.engine_process import EngineServer
 
 pytestmark = pytest.mark.slow
 
@@ -25,11 +23,6 @@ GREEDY = {"temperature": 0}
 STREAM_ORDER = ["message_start", "content_block_start", "ping"]
 
 
-@pytest.fixture(scope="module")
-def server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineServer]:
-    args = ("--served-model-name", MODEL, "--skip-server-warmup", "--max-total-tokens", "16384")
-    with engine_server(smollm2_dir, tmp_path_factory.mktemp("logs"), *args) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +35,6 @@ def france(client: Anthropic) -> Message:
     return client.messages.create(model=MODEL, max_tokens=64, extra_body=GREEDY, messages=FRANCE)
 
 
-def _token_count(server: EngineServer, text: str) -> int:
-    reply = httpx.post(f"{server.url}/tokenize", json={"prompt": text, "add_special_tokens": False})
-    return int(reply.json()["count"])
 
 
 def _text(message: Message) -> str:
@@ -75,7 +65,7 @@ def test_non_streamed_message(client: Anthropic, server: EngineServer, france: M
     counted = client.messages.count_tokens(model=MODEL, messages=FRANCE).input_tokens
     assert france.usage.input_tokens == counted
     # The output counts the eos token that ended the turn too.
-    assert france.usage.output_tokens == _token_count(server, _text(france)) + 1
+    assert france.usage.output_tokens == server.token_count(_text(france)) + 1
     assert france.usage.cache_read_input_tokens is not None
 
 

@@ -7,29 +7,22 @@ $AIP_PREDICT_ROUTE.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 from openai import OpenAI
 
-from tests.support.engine_process import EngineServer, engine_server
+from tests.engine.api.conftest import VERTEX_ROUTE
+from tests.support.engine_process import EngineServer
 
 pytestmark = pytest.mark.slow
 
 MODEL = "smollm2"
 FRANCE_QUESTION = "What is the capital of France?"
 FRANCE = [{"role": "user", "content": FRANCE_QUESTION}]
-VERTEX_ROUTE = "/v1/endpoints/test:predict"
 
 
-@pytest.fixture(scope="module")
-def server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineServer]:
-    args = ("--served-model-name", MODEL, "--skip-server-warmup", "--max-total-tokens", "8192")
-    env = {"AIP_PREDICT_ROUTE": VERTEX_ROUTE}
-    with engine_server(smollm2_dir, tmp_path_factory.mktemp("logs"), *args, env=env) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

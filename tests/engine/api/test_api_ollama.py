@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import orjson
 import pytest
 from transformers import AutoTokenizer
 
-from tests.support.engine_process import EngineServer, engine_server
+from tests.support.engine_process import EngineServer
 
 pytestmark = pytest.mark.slow
 
@@ -30,11 +29,6 @@ DONE_STATS = (
 )
 
 
-@pytest.fixture(scope="module")
-def server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineServer]:
-    args = ("--served-model-name", MODEL, "--skip-server-warmup", "--max-total-tokens", "16384")
-    with engine_server(smollm2_dir, tmp_path_factory.mktemp("logs"), *args) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +36,6 @@ def client(server: EngineServer) -> ollama.Client:
     return ollama.Client(host=server.url, timeout=120)
 
 
-def _token_count(server: EngineServer, text: str) -> int:
-    reply = httpx.post(f"{server.url}/tokenize", json={"prompt": text, "add_special_tokens": False})
-    return int(reply.json()["count"])
 
 
 def _post(server: EngineServer, path: str, body: Any) -> httpx.Response:
@@ -76,7 +67,7 @@ def test_chat_non_streamed_greedy(client: ollama.Client, server: EngineServer) -
     assert reply.done_reason == "stop"
     # The prompt is the chat-templated question; the completion counts the eos token too.
     assert reply.prompt_eval_count == 37
-    assert reply.eval_count == _token_count(server, reply.message.content) + 1
+    assert reply.eval_count == server.token_count(reply.message.content) + 1
     assert reply.total_duration is not None and reply.prompt_eval_duration is not None
     assert reply.eval_duration is not None
     assert reply.total_duration >= reply.prompt_eval_duration + reply.eval_duration > 0

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
 import openai
 import pytest
 from openai import OpenAI
 
-from tests.support.engine_process import EngineServer, engine_server
+from tests.support.engine_process import EngineServer
 
 pytestmark = pytest.mark.slow
 
@@ -18,11 +15,6 @@ MODEL = "smollm2"
 FRANCE = [{"role": "user", "content": "What is the capital of France?"}]
 
 
-@pytest.fixture(scope="module")
-def server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineServer]:
-    args = ("--served-model-name", MODEL, "--skip-server-warmup", "--max-total-tokens", "16384")
-    with engine_server(smollm2_dir, tmp_path_factory.mktemp("logs"), *args) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +22,6 @@ def client(server: EngineServer) -> OpenAI:
     return OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120)
 
 
-def _token_count(server: EngineServer, text: str) -> int:
-    reply = httpx.post(f"{server.url}/tokenize", json={"prompt": text, "add_special_tokens": False})
-    return int(reply.json()["count"])
 
 
 def test_models_listing(client: OpenAI, server: EngineServer) -> None:
@@ -53,7 +42,7 @@ def test_chat_non_streamed_with_exact_usage(client: OpenAI, server: EngineServer
     assert reply.usage is not None
     # The prompt is the chat-templated question; the completion counts the eos token too.
     assert reply.usage.prompt_tokens == 37
-    assert reply.usage.completion_tokens == _token_count(server, choice.message.content) + 1
+    assert reply.usage.completion_tokens == server.token_count(choice.message.content) + 1
     assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
 
 
