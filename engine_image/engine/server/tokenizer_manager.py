@@ -13,6 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -74,6 +75,16 @@ class OutputObserver(Protocol):
     """Sees every batch of updated request states (the metrics of --enable-metrics)."""
 
     def on_outputs(self, states: list[RequestState]) -> None: ...
+
+
+@dataclass(frozen=True)
+class OutputDelta:
+    """What one request gained since its previous delta (text may be empty at the finish)."""
+
+    index: int  # the request's position in the list given to ``deltas``
+    state: RequestState
+    text: str
+    first_token: int  # ``state.output_ids[first_token:]`` are the new tokens
 
 
 class TokenizerManager:
@@ -144,6 +155,18 @@ class TokenizerManager:
                         remaining.remove(state)
         finally:
             await self.release(states)
+
+    async def deltas(self, states: list[RequestState]) -> AsyncIterator[OutputDelta]:
+        """Like ``updates``, but yields only what is new for each request."""
+        sent_chars = [0] * len(states)
+        sent_tokens = [0] * len(states)
+        index = {id(s): i for i, s in enumerate(states)}
+        async with aclosing(self.updates(states)) as updates:
+            async for state in updates:
+                i = index[id(state)]
+                delta = OutputDelta(i, state, state.text[sent_chars[i] :], sent_tokens[i])
+                sent_chars[i], sent_tokens[i] = len(state.text), len(state.output_ids)
+                yield delta
 
     async def release(self, states: list[RequestState]) -> None:
         """Forgets finished requests and aborts the others."""

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from transformers import PreTrainedTokenizerBase
 
-from engine.server.openai.protocol import ChoiceLogprobs, CompletionLogprobs, TokenLogprob, TopLogprob
+from engine.server.openai.protocol import (
+    ChoiceLogprobs,
+    CompletionLogprobs,
+    TokenLogprob,
+    TopLogprob,
+)
 
 
 def _token(tokenizer: PreTrainedTokenizerBase, token_id: int) -> tuple[str, list[int]]:

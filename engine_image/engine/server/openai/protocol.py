@@ -212,4 +212,10 @@ def sse_event(value: msgspec.Struct) -> bytes:
     return b"data: " + _encoder.encode(value) + b"\n\n"
 
 
+def stream_error(message: str) -> bytes:
+    """An error inside an SSE stream, in the OpenAI shape, before ``[DONE]``."""
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    return b"data: " + _encoder.encode({"error": error}) + b"\n\n"
+
+
 SSE_DONE = b"data: [DONE]\n\n"

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-import orjson
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
@@ -29,6 +28,7 @@ from engine.server.openai.protocol import (
     Usage,
     encode_json,
     sse_event,
+    stream_error,
 )
 from engine.server.openai.sampling import finish_reason, sampling_params
 from engine.server.tokenizer_manager import RequestState
@@ -101,37 +101,35 @@ async def _stream(
     include_usage: bool,
 ) -> AsyncIterator[bytes]:
     created = int(time.time())
-    index = {id(s): i for i, s in enumerate(states)}
-    sent_chars = [0] * len(states)
-    sent_tokens = [0] * len(states)
 
     def chunk(choices: list[ChunkChoice], usage: Usage | None = None) -> bytes:
-        return sse_event(ChatCompletionChunk(object="chat.completion.chunk", id=response_id, created=created, model=model, choices=choices, usage=usage))
+        return sse_event(
+            ChatCompletionChunk(
+                object="chat.completion.chunk", id=response_id, created=created, model=model, choices=choices, usage=usage
+            )
+        )
 
     for i in range(len(states)):
         yield chunk([ChunkChoice(index=i, delta=Delta(role="assistant", content=""))])
-    async with aclosing(ctx.tokenizer_manager.updates(states)) as updates:
-        async for state in updates:
+    async with aclosing(ctx.tokenizer_manager.deltas(states)) as deltas:
+        async for delta in deltas:
+            state = delta.state
             if state.error:
-                yield b"data: " + orjson.dumps({"error": {"message": state.error, "type": "invalid_request_error"}}) + b"\n\n"
+                yield stream_error(state.error)
                 break
-            i = index[id(state)]
-            text = state.text[sent_chars[i] :]
-            new_ids = state.output_ids[sent_tokens[i] :]
             reason = finish_reason(state.finish_reason)
-            if not text and reason is None:
+            if not delta.text and reason is None:
                 continue
             choice_logprobs = None
-            if logprobs and new_ids:
+            if logprobs and len(state.output_ids) > delta.first_token:
+                start = delta.first_token
                 choice_logprobs = chat_logprobs(
-                    ctx.tokenizer,
-                    new_ids,
-                    state.logprobs[sent_tokens[i] :],
-                    state.top_logprobs[sent_tokens[i] :],
+                    ctx.tokenizer, state.output_ids[start:], state.logprobs[start:], state.top_logprobs[start:]
                 )
-            sent_chars[i] += len(text)
-            sent_tokens[i] = len(state.output_ids)
-            yield chunk([ChunkChoice(index=i, delta=Delta(content=text), finish_reason=reason, logprobs=choice_logprobs)])
+            content = ChunkChoice(
+                index=delta.index, delta=Delta(content=delta.text), finish_reason=reason, logprobs=choice_logprobs
+            )
+            yield chunk([content])
     if include_usage:
         yield chunk([], usage_of(states, prompt_tokens))
     yield SSE_DONE

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-import orjson
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
@@ -19,12 +18,13 @@ from engine.server.openai.protocol import (
     SSE_DONE,
     Completion,
     CompletionChoice,
-    CompletionRequest,
     CompletionLogprobs,
+    CompletionRequest,
     PromptTokensDetails,
     Usage,
     encode_json,
     sse_event,
+    stream_error,
 )
 from engine.server.openai.sampling import finish_reason, sampling_params
 from engine.server.tokenizer_manager import RequestState
@@ -125,30 +125,27 @@ async def _stream(
     include_usage: bool,
 ) -> AsyncIterator[bytes]:
     created = int(time.time())
-    index = {id(s): i for i, s in enumerate(states)}
-    sent_chars = [0] * len(states)
-    sent_tokens = [0] * len(states)
 
     def chunk(choices: list[CompletionChoice], usage: Usage | None = None) -> bytes:
-        return sse_event(Completion(object="text_completion", id=response_id, created=created, model=model, choices=choices, usage=usage))
+        return sse_event(
+            Completion(object="text_completion", id=response_id, created=created, model=model, choices=choices, usage=usage)
+        )
 
     if body.echo:
         for i, ids in enumerate(prompt_of):
             yield chunk([CompletionChoice(index=i, text=ctx.tokenizer.decode(ids))])
-    async with aclosing(ctx.tokenizer_manager.updates(states)) as updates:
-        async for state in updates:
+    async with aclosing(ctx.tokenizer_manager.deltas(states)) as deltas:
+        async for delta in deltas:
+            state = delta.state
             if state.error:
-                yield b"data: " + orjson.dumps({"error": {"message": state.error, "type": "invalid_request_error"}}) + b"\n\n"
+                yield stream_error(state.error)
                 break
-            i = index[id(state)]
-            text = state.text[sent_chars[i] :]
             reason = finish_reason(state.finish_reason)
-            if not text and reason is None:
+            if not delta.text and reason is None:
                 continue
-            logprobs = _logprobs(ctx, state, sent_tokens[i], sent_chars[i]) if body.logprobs is not None else None
-            sent_chars[i] += len(text)
-            sent_tokens[i] = len(state.output_ids)
-            yield chunk([CompletionChoice(index=i, text=text, finish_reason=reason, logprobs=logprobs)])
+            offset = len(state.text) - len(delta.text)
+            logprobs = _logprobs(ctx, state, delta.first_token, offset) if body.logprobs is not None else None
+            yield chunk([CompletionChoice(index=delta.index, text=delta.text, finish_reason=reason, logprobs=logprobs)])
     if include_usage:
         yield chunk([], _usage(states, prompt_tokens))
     yield SSE_DONE
