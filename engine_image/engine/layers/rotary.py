@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from engine.config.model_config import RopeConfig
@@ -46,12 +47,21 @@ class RotaryEmbedding:
         self.cos_cache = emb.cos().to(device)
         self.sin_cache = emb.sin().to(device)
 
-    def __call__(
-        self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        cos = self.cos_cache[positions].to(q.dtype).unsqueeze(1)
-        sin = self.sin_cache[positions].to(q.dtype).unsqueeze(1)
-        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+    def lookup(self, positions: torch.Tensor, dtype: torch.dtype) -> RopeAngles:
+        """cos/sin for ``positions``; computed once per forward and shared by every layer."""
+        return RopeAngles(
+            cos=self.cos_cache[positions].to(dtype).unsqueeze(1),
+            sin=self.sin_cache[positions].to(dtype).unsqueeze(1),
+        )
+
+
+@dataclass(frozen=True)
+class RopeAngles:
+    cos: torch.Tensor  # [tokens, 1, head_dim]
+    sin: torch.Tensor
+
+    def apply(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return q * self.cos + _rotate_half(q) * self.sin, k * self.cos + _rotate_half(k) * self.sin
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:

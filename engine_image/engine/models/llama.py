@@ -11,12 +11,12 @@ from torch import nn
 from engine.attention.base import AttentionBackend
 from engine.config.model_config import ModelConfig
 from engine.layers.rmsnorm import RMSNorm
-from engine.layers.rotary import RotaryEmbedding
+from engine.layers.rotary import RopeAngles, RotaryEmbedding
 from engine.runtime.forward_batch import ForwardBatch
 
 
 class Attention(nn.Module):
-    def __init__(self, config: ModelConfig, layer_id: int, rotary: RotaryEmbedding) -> None:
+    def __init__(self, config: ModelConfig, layer_id: int) -> None:
         super().__init__()
         self.layer_id = layer_id
         self.num_heads = config.num_heads
@@ -30,10 +30,9 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=config.o_proj_bias)
         self.q_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
         self.k_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
-        self.rotary = rotary
 
     def forward(
-        self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend
+        self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend, rope: RopeAngles
     ) -> torch.Tensor:
         qkv = self.qkv_proj(hidden)
         q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
@@ -42,7 +41,7 @@ class Attention(nn.Module):
         v = v.view(-1, self.num_kv_heads, self.head_dim)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k = self.rotary(batch.positions, q, k)
+        q, k = rope.apply(q, k)
         return self.o_proj(backend.forward(q, k, v, self.layer_id, batch))
 
 
@@ -61,17 +60,17 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, config: ModelConfig, layer_id: int, rotary: RotaryEmbedding) -> None:
+    def __init__(self, config: ModelConfig, layer_id: int) -> None:
         super().__init__()
-        self.self_attn = Attention(config, layer_id, rotary)
+        self.self_attn = Attention(config, layer_id)
         self.mlp = MLP(config)
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 
     def forward(
-        self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend
+        self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend, rope: RopeAngles
     ) -> torch.Tensor:
-        hidden = hidden + self.self_attn(self.input_layernorm(hidden), batch, backend)
+        hidden = hidden + self.self_attn(self.input_layernorm(hidden), batch, backend, rope)
         return hidden + self.mlp(self.post_attention_layernorm(hidden))
 
 
@@ -89,8 +88,9 @@ class LlamaFamilyForCausalLM(nn.Module):
     def __init__(self, config: ModelConfig, rotary: RotaryEmbedding) -> None:
         super().__init__()
         self.config = config
+        self.rotary = rotary
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(config, i, rotary) for i in range(config.num_layers))
+        self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.lm_head = (
             None if config.tie_word_embeddings else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
@@ -101,8 +101,9 @@ class LlamaFamilyForCausalLM(nn.Module):
         """Returns float32 logits of each request's last new token: [B, vocab]."""
         backend.init_forward_metadata(batch)
         hidden = self.embed_tokens(batch.input_ids)
+        rope = self.rotary.lookup(batch.positions, hidden.dtype)
         for layer in self.layers:
-            hidden = layer(hidden, batch, backend)
+            hidden = layer(hidden, batch, backend, rope)
         last = hidden[batch.last_token_indices]
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         return F.linear(self.norm(last), weight).float()
