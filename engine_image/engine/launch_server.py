@@ -5,21 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import signal
 import socket
 import sys
 from pathlib import Path
+from types import FrameType
 
-import uvicorn
-from transformers import AutoTokenizer
-
-from engine.detokenizer.process import run_detokenizer_process
-from engine.ipc.sockets import PortArgs
-from engine.scheduler.process import run_scheduler_process
-from engine.server.context import ServerContext
-from engine.server.http_server import create_app
 from engine.server.server_args import ServerArgs, parse_server_args
-from engine.server.supervisor import ChildStartError, Supervisor
-from engine.server.tokenizer_manager import TokenizerManager
 
 logger = logging.getLogger("engine")
 
@@ -40,7 +32,25 @@ def _check_port_free(host: str, port: int) -> None:
             _fail(f"cannot listen on {host}:{port}: {err.strerror}")
 
 
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    sys.exit(0)
+
+
 def serve(args: ServerArgs) -> None:
+    # NOTE: imported only once the flags parsed: torch, transformers and uvicorn take seconds
+    # to import, and a bad flag must fail at once. It also keeps them out of the spawned
+    # children's re-import of this module.
+    import uvicorn
+    from transformers import AutoTokenizer
+
+    from engine.detokenizer.process import run_detokenizer_process
+    from engine.ipc.sockets import PortArgs
+    from engine.scheduler.process import run_scheduler_process
+    from engine.server.context import ServerContext
+    from engine.server.http_server import create_app
+    from engine.server.supervisor import ChildStartError, Supervisor
+    from engine.server.tokenizer_manager import TokenizerManager
+
     _check_port_free(args.host, args.port)
     port_args = PortArgs.create()
     supervisor = Supervisor()
@@ -73,6 +83,9 @@ def serve(args: ServerArgs) -> None:
         args.model_name, args.host, args.port, scheduler_info["device"], scheduler_info["dtype"],
         ctx.max_total_tokens,
     )
+    # NOTE: uvicorn shuts down gracefully on SIGTERM, then re-raises it under the handler it
+    # found; the default one would kill the process here, before the children are stopped.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         uvicorn.run(
             create_app(ctx),
