@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -26,6 +27,10 @@ models_app = typer.Typer(
     help="Pull, list and remove models in the local store.", no_args_is_help=True
 )
 app.add_typer(models_app, name="models")
+router_app = typer.Typer(
+    help="The local OpenAI-compatible router in front of the engines.", no_args_is_help=True
+)
+app.add_typer(router_app, name="router")
 
 _stderr = Console(stderr=True)
 
@@ -143,3 +148,33 @@ def _size(size_bytes: int) -> str:
             return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1000
     return f"{value:.1f} GB"
+
+
+@router_app.command("serve")
+def router_serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for the OpenAI, Anthropic and Ollama routes.")] = 8000,
+    ollama_port: Annotated[
+        int | None, typer.Option(help="Also listen here, e.g. 11434 for Ollama clients.")
+    ] = None,
+    admin_token_file: Annotated[
+        Path | None,
+        typer.Option(help="Admin token file (0600; created if absent). Default: "
+                     "$GOMGR_ROUTER_TOKEN_FILE, else ${XDG_STATE_HOME:-~/.local/state}/gomgr/router.token."),
+    ] = None,
+    api_key: Annotated[
+        list[str] | None, typer.Option(help="A client API key (repeatable); none: no key needed.")
+    ] = None,
+    cors_origin: Annotated[
+        list[str] | None, typer.Option(help="An allowed CORS origin, or * (repeatable).")
+    ] = None,
+) -> None:
+    """Run the router in the foreground until Ctrl-C."""
+    # NOTE: imported here so other commands do not pay for FastAPI and uvicorn at start-up.
+    from router.app import serve
+    from router.config import RouterConfig
+
+    serve(RouterConfig(
+        host=host, port=port, ollama_port=ollama_port, admin_token_file=admin_token_file,
+        api_keys=tuple(api_key or ()), cors_origins=tuple(cors_origin or ()),
+    ))

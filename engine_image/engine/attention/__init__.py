@@ -1,12 +1,12 @@
 """Attention backends behind one abstract interface, chosen by name from a registry."""
 
+from engine.attention import torch_native as _torch_native  # noqa: F401  (registers itself)
 from engine.attention.base import (
     AttentionBackend,
     available_attention_backends,
     create_attention_backend,
     register_attention_backend,
 )
-from engine.attention import torch_native as _torch_native  # noqa: F401  (registers itself)
 
 __all__ = [
     "AttentionBackend",

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+
 from engine.config.model_config import RopeConfig
 
 

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import ORJSONResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -36,8 +36,13 @@ class ApiError(Exception):
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 
-def error_response(err: ApiError) -> ORJSONResponse:
-    return ORJSONResponse(err.body(), status_code=err.status)
+def json_response(content: Any, status_code: int = 200) -> Response:
+    """A JSON response encoded with orjson (fast, and handles numpy/dataclass values)."""
+    return Response(orjson.dumps(content), status_code=status_code, media_type="application/json")
+
+
+def error_response(err: ApiError) -> Response:
+    return json_response(err.body(), status_code=err.status)
 
 
 def bad_request(message: str, param: str | None = None) -> ApiError:
@@ -77,16 +82,16 @@ def _describe(err: ValidationError) -> str:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
-    async def _api_error(_: Request, err: ApiError) -> ORJSONResponse:
+    async def _api_error(_: Request, err: ApiError) -> Response:
         return error_response(err)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, err: RequestValidationError) -> ORJSONResponse:
+    async def _validation(_: Request, err: RequestValidationError) -> Response:
         first = err.errors()[0] if err.errors() else {"loc": (), "msg": "invalid request"}
         where = ".".join(str(p) for p in first["loc"])
         return error_response(bad_request(f"invalid field {where}: {first['msg']}"))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, err: StarletteHTTPException) -> ORJSONResponse:
+    async def _http(_: Request, err: StarletteHTTPException) -> Response:
         kind = "not_found_error" if err.status_code == 404 else "invalid_request_error"
         return error_response(ApiError(err.status_code, str(err.detail), type_=kind))

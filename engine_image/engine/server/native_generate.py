@@ -8,13 +8,13 @@ from typing import Any
 
 import orjson
 from fastapi import Request
-from fastapi.responses import ORJSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.sampling.errors import InvalidSamplingParams
 from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
-from engine.server.http_errors import ApiError, bad_request
+from engine.server.http_errors import ApiError, bad_request, json_response
 from engine.server.tokenizer_manager import RequestState
 
 
@@ -100,7 +100,7 @@ async def generate(ctx: ServerContext, body: GenerateBody, request: Request) -> 
         await tm.release(states)
         raise ApiError(400, errors[0])
     results = [result_dict(s, body.return_logprob) for s in states]
-    return ORJSONResponse(results if batched else results[0])
+    return json_response(results if batched else results[0])
 
 
 def result_dict(state: RequestState, return_logprob: bool) -> dict[str, Any]:

@@ -18,12 +18,12 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
-from fastapi.responses import ORJSONResponse, Response
+from fastapi.responses import Response
 from pydantic import ValidationError
 
 from engine.ipc.messages import ServerInfoRequest
 from engine.server.context import ServerContext
-from engine.server.http_errors import ApiError, bad_request, parse_json_body
+from engine.server.http_errors import ApiError, bad_request, json_response, parse_json_body
 from engine.server.native_generate import GenerateBody, generate
 from engine.server.openai.protocol import ChatCompletionRequest
 from engine.server.openai.serving_chat import create_chat_completion
@@ -74,7 +74,7 @@ def cloud_router(ctx: ServerContext) -> APIRouter:
 
     # ---------------------------------------------------------------- Vertex AI
 
-    async def vertex_predict(request: Request) -> ORJSONResponse:
+    async def vertex_predict(request: Request) -> Response:
         data = await _json_object(request)
         instances = data.get("instances")
         if not isinstance(instances, list):
@@ -90,7 +90,7 @@ def cloud_router(ctx: ServerContext) -> APIRouter:
         for result in results:
             if isinstance(result, BaseException):
                 raise result
-        return ORJSONResponse({"predictions": [orjson.loads(r.body) for r in results]})
+        return json_response({"predictions": [orjson.loads(r.body) for r in results]})
 
     router.add_api_route(vertex_predict_route(), vertex_predict, methods=["POST"])
     health_route = vertex_health_route()

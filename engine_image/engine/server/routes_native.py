@@ -8,12 +8,12 @@ import time
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import ORJSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
 from engine.ipc.messages import FlushCacheRequest, ServerInfoRequest, UpdateWeightsRequest
 from engine.server.context import ServerContext
-from engine.server.http_errors import ApiError, bad_request, parse_json_body
+from engine.server.http_errors import ApiError, bad_request, json_response, parse_json_body
 from engine.server.native_generate import GenerateBody, generate
 
 # NOTE: the same knob SGLang reads; 20 s by default.
@@ -88,8 +88,8 @@ def native_router(ctx: ServerContext) -> APIRouter:
 
     @router.get("/get_model_info")
     @router.get("/model_info")
-    async def model_info() -> ORJSONResponse:
-        return ORJSONResponse(
+    async def model_info() -> Response:
+        return json_response(
             {
                 "model_path": ctx.model_path,
                 "is_generation": True,
@@ -106,14 +106,14 @@ def native_router(ctx: ServerContext) -> APIRouter:
 
     @router.get("/server_info")
     @router.get("/get_server_info")
-    async def server_info() -> ORJSONResponse:
+    async def server_info() -> Response:
         reply = await tm.control(ServerInfoRequest, PIPELINE_PING_TIMEOUT_S)
         if reply is None:
             raise ApiError(503, "the scheduler did not answer in time", type_="service_unavailable")
-        return ORJSONResponse({**reply.payload, "version": _version(), "in_flight_requests": len(tm.states)})
+        return json_response({**reply.payload, "version": _version(), "in_flight_requests": len(tm.states)})
 
     @router.post("/flush_cache")
-    async def flush_cache(timeout: float = 0.0) -> ORJSONResponse:
+    async def flush_cache(timeout: float = 0.0) -> Response:
         if timeout < 0:
             raise bad_request("timeout must be >= 0", param="timeout")
         reply = await tm.control(lambda rid: FlushCacheRequest(rid, timeout), timeout + PIPELINE_PING_TIMEOUT_S)
@@ -121,10 +121,10 @@ def native_router(ctx: ServerContext) -> APIRouter:
             raise ApiError(503, "the scheduler did not answer in time", type_="service_unavailable")
         if not reply.success:
             raise bad_request(reply.message)
-        return ORJSONResponse({"success": True, "message": reply.message})
+        return json_response({"success": True, "message": reply.message})
 
     @router.post("/update_weights_from_disk")
-    async def update_weights(request: Request) -> ORJSONResponse:
+    async def update_weights(request: Request) -> Response:
         body = await parse_json_body(request, UpdateWeightsBody)
         reply = await tm.control(lambda rid: UpdateWeightsRequest(rid, body.model_path), 600.0)
         if reply is None:
@@ -132,33 +132,33 @@ def native_router(ctx: ServerContext) -> APIRouter:
         if reply.success:
             ctx.weight_version = int(reply.payload["weight_version"])
             ctx.model_path = str(reply.payload["model_path"])
-        return ORJSONResponse({"success": reply.success, "message": reply.message}, status_code=200 if reply.success else 400)
+        return json_response({"success": reply.success, "message": reply.message}, status_code=200 if reply.success else 400)
 
     @router.post("/tokenize")
     @router.post("/v1/tokenize")
-    async def tokenize(request: Request) -> ORJSONResponse:
+    async def tokenize(request: Request) -> Response:
         body = await parse_json_body(request, TokenizeBody)
-        encode = lambda text: ctx.tokenizer.encode(text, add_special_tokens=body.add_special_tokens)  # noqa: E731
+        encode = lambda text: ctx.tokenizer.encode(text, add_special_tokens=body.add_special_tokens)
         if isinstance(body.prompt, str):
             tokens: Any = encode(body.prompt)
             count: Any = len(tokens)
         else:
             tokens = [encode(p) for p in body.prompt]
             count = [len(t) for t in tokens]
-        return ORJSONResponse({"tokens": tokens, "count": count, "max_model_len": ctx.context_length})
+        return json_response({"tokens": tokens, "count": count, "max_model_len": ctx.context_length})
 
     @router.post("/detokenize")
     @router.post("/v1/detokenize")
-    async def detokenize(request: Request) -> ORJSONResponse:
+    async def detokenize(request: Request) -> Response:
         body = await parse_json_body(request, DetokenizeBody)
         vocab = len(ctx.tokenizer)
         if any(not 0 <= t < vocab for t in body.tokens):
             raise bad_request(f"tokens must be ids in [0, {vocab})", param="tokens")
         text = ctx.tokenizer.decode(body.tokens, skip_special_tokens=body.skip_special_tokens)
-        return ORJSONResponse({"text": text})
+        return json_response({"text": text})
 
     @router.post("/abort_request")
-    async def abort_request(request: Request) -> ORJSONResponse:
+    async def abort_request(request: Request) -> Response:
         body = await parse_json_body(request, AbortBody)
         if not body.abort_all and not body.rid:
             raise bad_request("give rid or abort_all: true")
@@ -167,7 +167,7 @@ def native_router(ctx: ServerContext) -> APIRouter:
         else:
             for rid in [r for r in tm.states if r == body.rid or r.startswith(f"{body.rid}-")] or [body.rid]:
                 await tm.abort(rid)
-        return ORJSONResponse({"success": True})
+        return json_response({"success": True})
 
     return router
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from transformers import PreTrainedTokenizerBase
+
 from engine.detokenizer.incremental import IncrementalDetokenizer
 from engine.scheduler.stop_strings import trim_at_stop
-from transformers import PreTrainedTokenizerBase
 
 IM_END = 2
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from transformers import PreTrainedTokenizerBase
+
 from engine.detokenizer.manager import DetokenizerManager
 from engine.ipc.messages import (
     AbortRequest,
@@ -12,7 +14,6 @@ from engine.ipc.messages import (
     TextOutputs,
     TokenOutputs,
 )
-from transformers import PreTrainedTokenizerBase
 
 IM_END = 2
 

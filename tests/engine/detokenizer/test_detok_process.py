@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import zmq
+from transformers import PreTrainedTokenizerBase
+
 from engine.detokenizer.process import run_detokenizer_process
 from engine.ipc.messages import TextOutputs, TokenOutputs, decode, encode
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
-from transformers import PreTrainedTokenizerBase
 
 pytestmark = pytest.mark.slow
 

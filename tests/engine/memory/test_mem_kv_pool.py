@@ -1,6 +1,7 @@
 import psutil
 import pytest
 import torch
+
 from engine.memory import KVPool, available_memory_bytes, memory_budget_bytes
 
 

@@ -9,10 +9,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 import torch
-from engine.memory import DUMMY_SLOT, RadixCache, TokenAllocator, TreeNode
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from engine.memory import DUMMY_SLOT, RadixCache, TokenAllocator, TreeNode
 
 POOL_SIZE = 40
 MAX_IN_FLIGHT = 4

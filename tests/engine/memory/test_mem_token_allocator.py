@@ -1,5 +1,6 @@
 import pytest
 import torch
+
 from engine.memory import DUMMY_SLOT, TokenAllocator
 
 

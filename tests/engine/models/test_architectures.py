@@ -12,9 +12,6 @@ from typing import Any
 
 import pytest
 import torch
-from engine.config.model_config import UnsupportedModelError
-from engine.engine import Engine
-from engine.models.registry import SUPPORTED_ARCHITECTURES
 from safetensors.torch import load_file, save_file
 from transformers import (
     LlamaConfig,
@@ -25,6 +22,9 @@ from transformers import (
     Qwen3Config,
 )
 
+from engine.config.model_config import UnsupportedModelError
+from engine.engine import Engine
+from engine.models.registry import SUPPORTED_ARCHITECTURES
 from tests.engine.models.conftest import (
     TINY_SHAPE,
     TOKENIZER_FILES,

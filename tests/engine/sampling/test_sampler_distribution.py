@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from engine.sampling import Sampler, SamplingBatchInfo, SamplingParams
 
 DRAWS = 20_000

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from engine.sampling import Sampler, SamplingBatchInfo, SamplingParams
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from engine.sampling import Sampler, SamplingBatchInfo, SamplingParams
 
 
 def _info(params: list[SamplingParams], vocab: int) -> SamplingBatchInfo:

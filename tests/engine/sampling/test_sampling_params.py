@@ -6,9 +6,10 @@ import dataclasses
 import math
 
 import pytest
-from engine.sampling import InvalidSamplingParams, SamplingParams
 from hypothesis import given
 from hypothesis import strategies as st
+
+from engine.sampling import InvalidSamplingParams, SamplingParams
 
 
 def test_defaults_match_sglang() -> None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
+
 from engine.sampling import (
     BatchPenalties,
     RequestPenaltyState,
@@ -13,9 +17,6 @@ from engine.sampling import (
     apply_penalties,
     cumulate_batch,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
 
 VOCAB = 32
 

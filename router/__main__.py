@@ -1,0 +1,38 @@
+"""`python -m router [--host H] [--port P] ...`: the router in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from router.app import serve
+from router.config import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, RouterConfig
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[RouterConfig, str]:
+    parser = argparse.ArgumentParser(prog="python -m router", description=__doc__)
+    parser.add_argument("--host", default=DEFAULT_HOST)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--ollama-port", type=int, default=None, help="also listen here (e.g. 11434)")
+    parser.add_argument("--admin-token-file", type=Path, default=None)
+    parser.add_argument("--api-key", action="append", default=[], help="a client key (repeatable)")
+    parser.add_argument("--cors-origin", action="append", default=[], help="an allowed origin, or *")
+    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES)
+    parser.add_argument("--health-interval", type=float, default=0.5, help="seconds between probes")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    config = RouterConfig(
+        host=args.host, port=args.port, ollama_port=args.ollama_port, admin_token_file=args.admin_token_file,
+        api_keys=tuple(args.api_key), cors_origins=tuple(args.cors_origin),
+        max_body_bytes=args.max_body_bytes, health_interval_s=args.health_interval,
+    )
+    return config, args.log_level
+
+
+def main() -> None:
+    config, log_level = parse_args()
+    serve(config, log_level)
+
+
+if __name__ == "__main__":
+    main()

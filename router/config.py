@@ -1,0 +1,58 @@
+"""Router settings, and the admin token file (created 0600 on first use)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+MAX_BODY_BYTES = 32 * 1024 * 1024
+TOKEN_ENV = "GOMGR_ROUTER_TOKEN_FILE"
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    ollama_port: int | None = None  # a second listener, e.g. 11434 for clients that assume Ollama
+    admin_token_file: Path | None = None  # None: $GOMGR_ROUTER_TOKEN_FILE, else the XDG default
+    api_keys: tuple[str, ...] = ()  # empty: clients need no key
+    cors_origins: tuple[str, ...] = ()  # empty: no CORS headers
+    max_body_bytes: int = MAX_BODY_BYTES
+    health_interval_s: float = 0.5
+    health_timeout_s: float = 2.0
+    connect_timeout_s: float = 5.0
+
+    def token_path(self) -> Path:
+        if self.admin_token_file is not None:
+            return self.admin_token_file
+        if env := os.environ.get(TOKEN_ENV):
+            return Path(env)
+        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(state) / "gomgr" / "router.token"
+
+
+def load_or_create_token(path: Path) -> str:
+    """The admin token in `path`; a new random one is written (mode 0600) if the file is absent.
+
+    NOTE: O_EXCL: a token already handed out is never overwritten; an existing file that
+    others can read is refused rather than trusted.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077:
+            raise PermissionError(f"{path} is readable by others (mode {mode:o}); chmod 600 it")
+        token = path.read_text().strip()
+        if not token:
+            raise ValueError(f"{path} is empty; delete it to get a new token")
+        return token
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token
