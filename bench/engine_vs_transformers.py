@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 import torch
 import transformers
-from engine.engine import Engine
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from engine.engine import Engine
 from manager.models.pull import pull_model
 
 MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
