@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import engine_vs_transformers, sse_encoder
+from bench import engine_streaming, engine_vs_transformers, router_overhead, sse_encoder
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 # NOTE: 16 new tokens, not the module's 32: with 32 a shared 2-core machine took 12 minutes.
@@ -42,14 +42,32 @@ def run_engine_vs_transformers() -> str:
 
 def run_sse_encoder() -> str:
     result = sse_encoder.run()
-    date = datetime.now(UTC).isoformat(timespec="seconds")
-    machine = f"{os.cpu_count()} CPUs, Python {platform.python_version()}"
-    return section(date, machine, result["command"], sse_encoder.markdown_table(result))
+    return section(_now(), _machine(), result["command"], sse_encoder.markdown_table(result))
+
+
+def run_engine_streaming() -> str:
+    result = engine_streaming.run([1, 8])
+    return section(_now(), _machine(), result["command"], engine_streaming.markdown_table(result))
+
+
+def run_router_overhead() -> str:
+    result = router_overhead.run(requests=1000, chunks=2000)
+    return section(_now(), _machine(), result["command"], router_overhead.markdown_table(result))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _machine() -> str:
+    return f"{os.cpu_count()} CPUs, Python {platform.python_version()}"
 
 
 BENCHMARKS: dict[str, Callable[[], str]] = {
     "engine_vs_transformers": run_engine_vs_transformers,
     "sse_encoder": run_sse_encoder,
+    "engine_streaming": run_engine_streaming,
+    "router_overhead": run_router_overhead,
 }
 
 
