@@ -1,0 +1,121 @@
+"""Choosing the manifest for one model and rendering its effective values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from types import MappingProxyType
+
+from manager.manifests.catalog import Catalog, load_catalog
+from manager.manifests.effective import VALUE_FIELDS, EffectiveManifest, FieldSource, Origin
+from manager.manifests.engines import DEFAULT_IMAGES
+from manager.manifests.errors import ManifestError
+from manager.manifests.manifest import Manifest
+from manager.manifests.schema import ManifestFile
+
+DEFAULT_NAME = "default"
+# NOTE: the same rule as manager.models.pull.resolve_model: these prefixes mean a path.
+_PATH_PREFIXES = ("/", "./", "../", "~")
+
+
+def is_path(repo_or_path: str) -> bool:
+    return repo_or_path.startswith(_PATH_PREFIXES)
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    """How a repo id or a local directory is matched and named."""
+
+    repo_or_path: str  # as given
+    match_key: str  # "org/name"; for a directory, its parent's and its own name
+    repo: str  # {repo} in served_name: the repo id, or the directory's name
+    name: str  # {name} in served_name: the part after the org
+
+    @classmethod
+    def of(cls, repo_or_path: str) -> ModelKey:
+        if is_path(repo_or_path):
+            path = Path(repo_or_path).expanduser().resolve()
+            return cls(repo_or_path, f"{path.parent.name}/{path.name}", path.name, path.name)
+        return cls(repo_or_path, repo_or_path, repo_or_path, repo_or_path.rsplit("/", 1)[-1])
+
+
+def resolve_manifest(
+    repo_or_path: str,
+    architecture: str | None,
+    *,
+    variant: str | None = None,
+    catalog: Catalog | None = None,
+) -> EffectiveManifest:
+    """The effective manifest for a model, with each field's source.
+
+    Selection: the best repo-glob match; else the best architecture match; else a generic
+    default (our engine, no parsers). Ties go to the higher `priority`, then the more
+    literal glob, then the name. A `variant` (a manifest name) is layered over that
+    selection: the fields its files set win, the family's parsers and the rest stay. Repo
+    overrides whose glob matches are merged last, in file-name order.
+    """
+    catalog = catalog or load_catalog()
+    key = ModelKey.of(repo_or_path)
+    manifest, selected_by = _best_match(catalog.manifests, key.match_key, architecture)
+    if variant is not None:
+        chosen = catalog.get(variant)
+        if chosen is None:
+            raise ManifestError(
+                f"no manifest named {variant!r} (known: {', '.join(catalog.names())})"
+            )
+        selected_by = f"variant {variant!r} over {manifest.name} ({selected_by})"
+        manifest = chosen.layered_over(manifest)
+    for override in catalog.repo_overrides:
+        if fnmatchcase(key.match_key.lower(), override.pattern.lower()):
+            manifest = manifest.merged(override.changes, FieldSource(Origin.OVERRIDE, override.path))
+    return _effective(manifest, key, selected_by)
+
+
+def _best_match(
+    manifests: tuple[Manifest, ...], match_key: str, architecture: str | None
+) -> tuple[Manifest, str]:
+    by_repo = [
+        (m, pattern)
+        for m in manifests
+        for pattern in m.repos
+        if fnmatchcase(match_key.lower(), pattern.lower())
+    ]
+    if by_repo:
+        manifest, pattern = min(
+            by_repo, key=lambda hit: (-hit[0].priority, -_literal_chars(hit[1]), hit[0].name)
+        )
+        return manifest, f"repo pattern {pattern!r}"
+    by_arch = [m for m in manifests if architecture is not None and architecture in m.architectures]
+    if by_arch:
+        manifest = min(by_arch, key=lambda m: (-m.priority, m.name))
+        return manifest, f"architecture {architecture!r}"
+    return Manifest.from_file(ManifestFile(name=DEFAULT_NAME), None), "no manifest matched"
+
+
+def _literal_chars(pattern: str) -> int:
+    return sum(1 for char in pattern if char not in "*?[]")
+
+
+def _effective(manifest: Manifest, key: ModelKey, selected_by: str) -> EffectiveManifest:
+    sources = {field: manifest.sources[field] for field in ("name", *VALUE_FIELDS)}
+    image = manifest.image
+    if image is None:
+        # NOTE: a manifest that names no image runs its engine's default one.
+        image = DEFAULT_IMAGES[manifest.engine]
+        sources["image"] = FieldSource(Origin.DEFAULT)
+    return EffectiveManifest(
+        repo=key.repo_or_path,
+        name=manifest.name,
+        selected_by=selected_by,
+        engine=manifest.engine,
+        image=image,
+        served_name=manifest.served_name.format(repo=key.repo, name=key.name),
+        context_length=manifest.context_length,
+        tool_call_parser=manifest.tool_call_parser,
+        reasoning_parser=manifest.reasoning_parser,
+        engine_args=manifest.engine_args,
+        shm_size=manifest.shm_size,
+        env=manifest.env,
+        sources=MappingProxyType(sources),
+    )

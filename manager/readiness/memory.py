@@ -1,0 +1,116 @@
+"""Check 4: GPU memory an engine needs (weights + KV cache + overhead) against free VRAM."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from manager.readiness.blocker import Blocker
+from manager.readiness.gpu import GpuInfo
+
+GIB = 1024**3
+# NOTE: runtime overhead = a fixed 1 GiB (CUDA context ~0.3-0.5 GiB, cuBLAS/Triton
+# workspaces, CUDA graphs for decode) plus 10% of the weights (activations of a prefill
+# chunk and the sampler's logits grow with model width). Conservative on purpose: an
+# engine that starts and then runs out of memory is worse than a warning.
+OVERHEAD_FIXED_BYTES = GIB
+OVERHEAD_WEIGHTS_FRACTION = 0.10
+# NOTE: the context sized when the caller gives none: enough for one real conversation,
+# capped by the model's own max_position_embeddings. A model's full context (128k for
+# Llama 3.1) would demand 16 GiB of KV cache for one request and reject most GPUs.
+DEFAULT_CONTEXT_TOKENS = 8192
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    weights: int
+    kv_cache: int
+    overhead: int
+    total: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "weights": self.weights,
+            "kv_cache": self.kv_cache,
+            "overhead": self.overhead,
+            "total": self.total,
+        }
+
+
+def kv_cache_bytes(config: Mapping[str, object], context_tokens: int, kv_dtype_bytes: int) -> int:
+    """`2 (K and V) * layers * kv_heads * head_dim * dtype_bytes * tokens`."""
+    layers = _int(config, "num_hidden_layers")
+    heads = _int(config, "num_attention_heads")
+    kv_heads = _int(config, "num_key_value_heads") if "num_key_value_heads" in config else heads
+    # NOTE: Qwen3 and Gemma give head_dim explicitly (not hidden/heads); others leave it out.
+    head_dim = (
+        _int(config, "head_dim")
+        if config.get("head_dim") is not None
+        else _int(config, "hidden_size") // heads
+    )
+    return 2 * layers * kv_heads * head_dim * kv_dtype_bytes * context_tokens
+
+
+def estimate_memory(
+    config: Mapping[str, object], weights_bytes: int, context_tokens: int, kv_dtype_bytes: int
+) -> MemoryEstimate:
+    kv_cache = kv_cache_bytes(config, context_tokens, kv_dtype_bytes)
+    overhead = OVERHEAD_FIXED_BYTES + int(weights_bytes * OVERHEAD_WEIGHTS_FRACTION)
+    return MemoryEstimate(weights_bytes, kv_cache, overhead, weights_bytes + kv_cache + overhead)
+
+
+def config_dtype_bytes(config: Mapping[str, object]) -> int:
+    """Bytes per element of the model's compute dtype (the KV cache's dtype); bf16 if unsaid."""
+    # NOTE: transformers 5 writes "dtype"; earlier releases wrote "torch_dtype".
+    name = config.get("dtype") or config.get("torch_dtype") or "bfloat16"
+    return _DTYPE_BYTES.get(str(name), 2)
+
+
+def context_for(config: Mapping[str, object], context_tokens: int | None) -> int:
+    if context_tokens is not None:
+        return context_tokens
+    limit = config.get("max_position_embeddings")
+    return min(DEFAULT_CONTEXT_TOKENS, limit) if isinstance(limit, int) else DEFAULT_CONTEXT_TOKENS
+
+
+def check_vram_fit(
+    estimate: MemoryEstimate, best: GpuInfo | None, context_tokens: int
+) -> tuple[Blocker, ...]:
+    """A blocker when the best GPU's free memory is below the estimate (none without GPUs)."""
+    if best is None or estimate.total <= best.free_bytes:
+        return ()
+    return (
+        Blocker(
+            id="model-does-not-fit-vram",
+            title=f"The model needs {_gib(estimate.total)} of GPU memory; "
+            f"GPU {best.index} has {_gib(best.free_bytes)} free",
+            explanation=(
+                f"Weights {_gib(estimate.weights)} + KV cache {_gib(estimate.kv_cache)} for "
+                f"{context_tokens} tokens + runtime overhead {_gib(estimate.overhead)} = "
+                f"{_gib(estimate.total)}, more than the {_gib(best.free_bytes)} free on "
+                f"GPU {best.index} ({best.name}, {_gib(best.total_bytes)} total)."
+            ),
+            fix_steps=(
+                (
+                    "Free GPU memory: stop other engines (`gomgr ps`, `gomgr stop NAME`) or "
+                    "other GPU processes (`nvidia-smi`)."
+                ),
+                "Or ask for a shorter context (`--context-length`), which shrinks the KV cache.",
+                "Or pick a smaller or quantized variant of the model.",
+            ),
+            severity="blocks",
+            blocks=("gpu",),
+        ),
+    )
+
+
+def _int(config: Mapping[str, object], key: str) -> int:
+    value = config.get(key)
+    if isinstance(value, int):
+        return value
+    raise ValueError(f"config.json has no integer {key!r}")
+
+
+def _gib(size: int) -> str:
+    return f"{size / GIB:.2f} GiB"

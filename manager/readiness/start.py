@@ -1,0 +1,223 @@
+"""check_for_start: run every readiness check for one model and runtime, before any download."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from huggingface_hub import hf_hub_download
+
+from manager.models.errors import InvalidRepoIdError
+from manager.models.store import ModelStore, RepoId
+from manager.readiness.blocker import EVERY_RUNTIME, Blocker
+from manager.readiness.disk import check_disk
+from manager.readiness.docker_daemon import check_docker
+from manager.readiness.gpu import GpuProbe, NvmlProbe, check_gpus
+from manager.readiness.gpu_passthrough import check_gpu_passthrough, gpu_passthrough_available
+from manager.readiness.hf_token import check_hf_token, hf_token
+from manager.readiness.memory import (
+    MemoryEstimate,
+    check_vram_fit,
+    config_dtype_bytes,
+    context_for,
+    estimate_memory,
+)
+from manager.readiness.port import check_port
+from manager.readiness.report import ReadinessReport
+from manager.readiness.runtime import choose_runtime
+from manager.readiness.weights import (
+    WeightsSize,
+    WeightsUnknownError,
+    local_weights,
+    remote_weights,
+)
+
+RUNTIMES = ("auto", "docker", "process")
+
+
+@dataclass(frozen=True)
+class _ModelFacts:
+    model_dir: Path | None
+    weights: WeightsSize | None
+    memory: MemoryEstimate | None
+    context_tokens: int | None
+    download_bytes: int  # 0 when the model is already local or its size is unknown
+    checks: tuple[str, ...]
+    blockers: tuple[Blocker, ...]
+    notes: tuple[str, ...]
+
+
+def check_for_start(
+    repo_or_dir: str | None,
+    model_dir: Path | None,
+    runtime: str,
+    port: int | None,
+    context_tokens: int | None,
+    *,
+    gpu_probe: GpuProbe | None = None,
+    store: ModelStore | None = None,
+) -> ReadinessReport:
+    """Readiness of starting `repo_or_dir` (None: the machine only) with `runtime`.
+
+    `model_dir`, when given, is the model's local copy (the lifecycle passes the resolved
+    directory); otherwise a path argument or the store's copy is measured, and a repo that
+    is not local yet is sized from the hub, so a model that cannot fit is known before it
+    is downloaded. Nothing here raises for an unready machine: every finding is a Blocker.
+    """
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    store = store or ModelStore.from_env()
+    checks: list[str] = []
+    blockers: list[Blocker] = []
+    notes: list[str] = []
+
+    docker_host: str | None = None
+    docker_reachable: bool | None = None
+    passthrough: bool | None = None
+    if runtime != "process":
+        docker = check_docker()
+        checks.append("docker")
+        blockers.extend(docker.blockers)
+        docker_host, docker_reachable = docker.host, docker.reachable
+        if docker.info is not None:
+            checks.append("gpu-passthrough")
+            passthrough = gpu_passthrough_available(docker.info)
+            blockers.extend(check_gpu_passthrough(docker.info, docker.host))
+            if docker.cli_path is None:
+                notes.append(f"the daemon at {docker.host} answers but no `docker` CLI is on PATH")
+
+    snapshot = (gpu_probe or NvmlProbe()).snapshot()
+    checks.append("gpus")
+    blockers.extend(check_gpus(snapshot))
+
+    model = _model_facts(repo_or_dir, model_dir, context_tokens, store)
+    checks.extend(model.checks)
+    blockers.extend(model.blockers)
+    notes.extend(model.notes)
+    if model.memory is not None and model.context_tokens is not None:
+        checks.append("vram-fit")
+        blockers.extend(check_vram_fit(model.memory, snapshot.best(), model.context_tokens))
+
+    disk = check_disk(store.root, model.download_bytes)
+    checks.append("disk")
+    blockers.extend(disk.blockers)
+
+    if port is not None:
+        checks.append("port")
+        blockers.extend(check_port(port))
+
+    report = ReadinessReport(
+        target=repo_or_dir,
+        requested_runtime=runtime,
+        checks=tuple(checks),
+        blockers=tuple(blockers),
+        notes=tuple(notes),
+        docker_host=docker_host,
+        docker_reachable=docker_reachable,
+        gpu_passthrough=passthrough,
+        gpus=snapshot.gpus,
+        nvml_error=snapshot.error,
+        driver_version=snapshot.driver_version,
+        model_dir=model.model_dir,
+        weights=model.weights,
+        memory=model.memory,
+        context_tokens=model.context_tokens,
+        free_disk_bytes=disk.free_bytes,
+        port=port,
+        runtime_hint=None,
+    )
+    return replace(report, runtime_hint=choose_runtime(report))
+
+
+def _model_facts(
+    repo_or_dir: str | None, model_dir: Path | None, context_tokens: int | None, store: ModelStore
+) -> _ModelFacts:
+    if repo_or_dir is None and model_dir is None:
+        return _ModelFacts(None, None, None, None, 0, (), (), ())
+    local = model_dir or _local_dir(repo_or_dir or "", store)
+    if isinstance(local, Blocker):
+        return _ModelFacts(None, None, None, None, 0, (), (local,), ())
+    checks: list[str] = []
+    blockers: list[Blocker] = []
+    notes: list[str] = []
+    repo = repo_or_dir or ""
+    try:
+        if local is not None:
+            weights = local_weights(local)
+            config = json.loads((local / "config.json").read_text())
+        else:
+            token_status = check_hf_token(repo)
+            checks.append("hf-token")
+            blockers.extend(token_status.blockers)
+            notes.extend([token_status.note] if token_status.note else [])
+            weights = remote_weights(repo, hf_token())
+            config = _remote_config(repo)
+        context = context_for(config, context_tokens)
+        memory = estimate_memory(config, weights.total_bytes, context, config_dtype_bytes(config))
+    except (WeightsUnknownError, OSError, ValueError) as exc:
+        blockers.append(_fit_unknown(repo_or_dir or str(local), exc))
+        return _ModelFacts(local, None, None, None, 0, tuple(checks), tuple(blockers), tuple(notes))
+    download = 0 if local is not None else weights.total_bytes
+    return _ModelFacts(
+        local, weights, memory, context, download, tuple(checks), tuple(blockers), tuple(notes)
+    )
+
+
+def _local_dir(repo_or_dir: str, store: ModelStore) -> Path | Blocker | None:
+    """The local copy to measure, None when it must come from the hub, or a Blocker."""
+    path = Path(repo_or_dir).expanduser()
+    if path.is_dir():
+        return path
+    if repo_or_dir.startswith(("/", "./", "../", "~")):
+        return _not_found(repo_or_dir, f"there is no directory {path}")
+    try:
+        repo = RepoId.parse(repo_or_dir)
+    except InvalidRepoIdError as exc:
+        return _not_found(repo_or_dir, exc.message)
+    stored = store.get(repo)
+    return stored.path if stored else None
+
+
+def _remote_config(repo: str) -> dict[str, object]:
+    # NOTE: config.json is a few KB; fetching it (into the HF cache) is not the download
+    # the checks guard. Errors are the hub client's, handled like the weights lookup's.
+    try:
+        path = hf_hub_download(repo, "config.json", token=hf_token() or False, etag_timeout=10)
+    except Exception as exc:
+        raise WeightsUnknownError(f"the hub did not give {repo}'s config.json: {exc}") from exc
+    return json.loads(Path(path).read_text())
+
+
+def _not_found(target: str, why: str) -> Blocker:
+    return Blocker(
+        id="model-not-found",
+        title=f"{target} is neither a model directory nor a Hugging Face repo id",
+        explanation=why,
+        fix_steps=(
+            "Give a repo id like `org/name` or the path of a directory with config.json.",
+            "See the models already here with `gomgr models list`.",
+        ),
+        severity="blocks",
+        blocks=EVERY_RUNTIME,
+    )
+
+
+def _fit_unknown(target: str, exc: Exception) -> Blocker:
+    return Blocker(
+        id="vram-fit-unknown",
+        title=f"Cannot tell whether {target} fits in GPU memory",
+        explanation=(
+            f"Its size could not be read before downloading ({exc}). The start may still work; "
+            "if the model does not fit, the engine fails while loading."
+        ),
+        fix_steps=(
+            (
+                "Check the network and that https://huggingface.co is reachable, or pull the "
+                "model first (`gomgr models pull REPO`) so its local files are measured."
+            ),
+            "Run `gomgr doctor REPO` again.",
+        ),
+        severity="warns",
+        blocks=(),
+    )

@@ -1,0 +1,1 @@
+"""The built-in model manifests (`*.yaml`), shipped as package data; read by manager.manifests."""

@@ -1,0 +1,51 @@
+"""The flags a manifest implies are accepted by the engine's own parser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.server.server_args import build_parser
+from manager.manifests import resolve_manifest, to_engine_flags
+
+
+@pytest.mark.parametrize(
+    ("repo", "architecture"),
+    [
+        ("HuggingFaceTB/SmolLM2-135M-Instruct", "LlamaForCausalLM"),
+        ("Qwen/Qwen2.5-7B-Instruct", None),
+        ("someone/x", "Qwen3ForCausalLM"),
+        ("meta-llama/Llama-3.1-8B-Instruct", None),
+        ("mistralai/Mistral-7B-Instruct-v0.3", None),
+        ("someone/unknown", None),
+    ],
+)
+def test_engine_parser_accepts_the_flags(
+    smollm2_dir: Path, repo: str, architecture: str | None
+) -> None:
+    effective = resolve_manifest(repo, architecture)
+    args = build_parser().parse_args(to_engine_flags(effective, smollm2_dir))
+    assert args.model_path == str(smollm2_dir)
+    assert args.served_model_name == effective.served_name
+    assert args.context_length == effective.context_length
+    assert args.tool_call_parser == effective.tool_call_parser
+    assert args.reasoning_parser == effective.reasoning_parser
+
+
+def test_override_engine_args_reach_the_engine(smollm2_dir: Path, overrides_dir: Path) -> None:
+    (overrides_dir / "smol.yaml").write_text(
+        "overrides: smollm2\nengine_args: [--chunked-prefill-size, '512', --enable-metrics]\n"
+    )
+    effective = resolve_manifest("HuggingFaceTB/SmolLM2-135M-Instruct", None)
+    args = build_parser().parse_args(to_engine_flags(effective, smollm2_dir))
+    assert (args.chunked_prefill_size, args.enable_metrics) == (512, True)
+
+
+def test_vllm_flags_use_vllms_spelling() -> None:
+    effective = resolve_manifest("Qwen/Qwen3-8B", None, variant="vllm-upstream")
+    assert to_engine_flags(effective, "/model") == [
+        "--model", "/model", "--served-model-name", "Qwen/Qwen3-8B",
+        "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+        "--reasoning-parser", "qwen3",
+    ]
