@@ -13,10 +13,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from manager.manifests.cli import manifests_app
 from manager.models.errors import ModelError
 from manager.models.progress import Progress, RichProgress, SilentProgress
 from manager.models.pull import Source, pull_model, resolve_model
 from manager.models.store import ModelStore, RepoId
+from manager.readiness.doctor import doctor_command
 
 app = typer.Typer(
     help="Run local LLM engines behind an OpenAI-compatible router.",
@@ -31,6 +33,8 @@ router_app = typer.Typer(
     help="The local OpenAI-compatible router in front of the engines.", no_args_is_help=True
 )
 app.add_typer(router_app, name="router")
+app.command("doctor")(doctor_command)
+app.add_typer(manifests_app, name="manifests")
 
 _stderr = Console(stderr=True)
 
