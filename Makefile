@@ -20,8 +20,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[engine,dev]'
 	touch $(STAMP)
 
+# NOTE: the engine keeps running after `make run`; `gomgr stop --all` ends it.
 run: install
 	@$(BIN)/gomgr start $(MODEL)
+	@$(BIN)/python -m manager.demo_chat $(MODEL)
+	@echo "The engine keeps running behind http://127.0.0.1:$${GOMGR_ROUTER_PORT:-8000}/v1; stop it with: $(BIN)/gomgr stop --all"
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

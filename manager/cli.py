@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -13,15 +15,25 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from manager.lifecycle.errors import EngineNotFound, LifecycleError
+from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
+from manager.lifecycle.reconcile import reconcile
+from manager.lifecycle.router_link import RouterLink
+from manager.lifecycle.start import StartRequest, start_engine
+from manager.lifecycle.stop import find_engines, stop_engines
 from manager.manifests.cli import manifests_app
 from manager.models.errors import ModelError
 from manager.models.progress import Progress, RichProgress, SilentProgress
-from manager.models.pull import Source, pull_model, resolve_model
+from manager.models.pull import Source, pull_model
 from manager.models.store import ModelStore, RepoId
 from manager.readiness.doctor import doctor_command
+from manager.runtimes.registry import get_runtime
+from manager.state.paths import StatePaths
 
 app = typer.Typer(
-    help="Run local LLM engines behind an OpenAI-compatible router.",
+    help="Run local LLM engines behind an OpenAI-compatible router. Exit codes: 0 ok, 1 model "
+    "error, 2 usage, 3 readiness blocked the start, 4 the engine failed to start, 5 router "
+    "unavailable, 6 no such engine.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -37,10 +49,6 @@ app.command("doctor")(doctor_command)
 app.add_typer(manifests_app, name="manifests")
 
 _stderr = Console(stderr=True)
-
-# NOTE: the issues that build the missing parts; `start` names them until they land.
-_MISSING = "the router and the engine lifecycle are not built yet (issues #6, #7)"
-
 
 @app.callback()
 def main(
@@ -59,6 +67,11 @@ def _errors_as_one_line() -> Iterator[None]:
     except ModelError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from exc
+    except LifecycleError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        if exc.details:
+            typer.echo(exc.details, err=True)
+        raise typer.Exit(exc.exit_code) from exc
 
 
 @contextmanager
@@ -71,15 +84,120 @@ def _progress() -> Iterator[Progress]:
         yield progress
 
 
+class RuntimeChoice(StrEnum):
+    AUTO = "auto"
+    PROCESS = "process"
+
+
 @app.command()
 def start(
     repo: Annotated[str, typer.Argument(help="Hugging Face repo id or model directory.")],
+    runtime: Annotated[
+        RuntimeChoice, typer.Option(help="auto: readiness picks (today always process).")
+    ] = RuntimeChoice.AUTO,
+    port: Annotated[int | None, typer.Option(help="The engine's port (default: a free one).")] = None,
+    served_model_name: Annotated[
+        str | None, typer.Option(help="Name clients use as `model` (default: the manifest's, else REPO).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the engine's /health.")] = (
+        DEFAULT_START_TIMEOUT_S
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
-    """Start an engine for REPO behind the router (pulls the model first)."""
+    """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
+    request = StartRequest(repo, runtime.value, port, served_model_name, timeout)
+    # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
+    announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with _errors_as_one_line(), _progress() as progress:
-        path = resolve_model(repo, progress=progress)
-    typer.echo(f"gomgr start: {_MISSING}; model ready at {path}", err=True)
-    raise typer.Exit(2)
+        started = start_engine(request, StatePaths.from_env(), progress, announce)
+    record = started.record
+    if as_json:
+        typer.echo(json.dumps({**record.to_json(), "router_url": started.router_url}, indent=2))
+        return
+    spec = record.handle.spec
+    typer.echo(f"ready: {spec.served_name} (engine {record.id}, port {spec.port})")
+    typer.echo(f"point clients at {started.router_url}/v1 with model \"{spec.served_name}\" (any API key)")
+    typer.echo(f"stop it with: gomgr stop {record.id}")
+
+
+@app.command()
+def stop(
+    target: Annotated[str | None, typer.Argument(help="Engine id or served name.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Stop every engine.")] = False,
+) -> None:
+    """Deregister and stop engines (SIGTERM, then SIGKILL after 15 s)."""
+    if (target is None) == (not all_):
+        typer.echo("error: give an engine id or served name, or --all", err=True)
+        raise typer.Exit(2)
+    with _errors_as_one_line():
+        stopped = stop_engines(StatePaths.from_env(), None if all_ else target)
+    for record in stopped:
+        typer.echo(f"stopped {record.id} ({record.handle.spec.served_name})")
+    if not stopped:
+        typer.echo("no engines running")
+
+
+@app.command()
+def ps(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """List engines with their state; cleans up crashed ones and re-registers with a restarted router."""
+    paths = StatePaths.from_env()
+    with _errors_as_one_line():
+        found = reconcile(paths, RouterLink.from_paths(paths))
+    for record in found.removed:
+        typer.echo(f"engine {record.id} had exited; removed it (log: {record.handle.log_path})", err=True)
+    now = time.time()
+    rows = [
+        {**r.to_json(), "uptime_s": round(now - r.handle.started_at, 1),
+         "routed": None if found.routed is None else r.id in found.routed}
+        for r in found.live
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo("no engines running")
+        return
+    table = Table("ID", "NAME", "STATE", "RUNTIME", "PORT", "PID", "UPTIME", "ROUTED", box=None)
+    for row in rows:
+        routed = "?" if row["routed"] is None else ("yes" if row["routed"] else "no")
+        table.add_row(
+            str(row["id"]), str(row["served_name"]), str(row["state"]), str(row["runtime"]),
+            str(row["port"]), str(row["pid"]), f"{int(row['uptime_s'])}s", routed,
+        )
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=1000)
+    console.print(table)
+
+
+@app.command()
+def logs(
+    target: Annotated[str, typer.Argument(help="Engine id or served name.")],
+    lines: Annotated[int, typer.Option("-n", "--lines", help="How many last lines.")] = 100,
+    follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing new lines.")] = False,
+) -> None:
+    """Print an engine's log (its stdout and stderr)."""
+    paths = StatePaths.from_env()
+    with _errors_as_one_line():
+        live = list(reconcile(paths, RouterLink.from_paths(paths)).live)
+        matches = find_engines(live, target)
+        if len(matches) != 1:
+            raise EngineNotFound(
+                f"no running engine has the id or served name '{target}'" if not matches
+                else f"'{target}' names {len(matches)} engines; give an id (see gomgr ps)"
+            )
+    handle = matches[0].handle
+    runtime = get_runtime(handle.runtime, paths)
+    for line in runtime.logs(handle, lines):
+        typer.echo(line)
+    if follow:
+        try:
+            for line in runtime.follow(handle):
+                typer.echo(line)
+        except KeyboardInterrupt:
+            return
 
 
 @models_app.command("pull")
@@ -182,3 +300,24 @@ def router_serve(
         host=host, port=port, ollama_port=ollama_port, admin_token_file=admin_token_file,
         api_keys=tuple(api_key or ()), cors_origins=tuple(cors_origin or ()),
     ))
+
+
+@router_app.command("start")
+def router_start() -> None:
+    """Start the router in the background (127.0.0.1:$GOMGR_ROUTER_PORT, default 8000) and
+    register every running engine with it again."""
+    paths = StatePaths.from_env()
+    link = RouterLink.from_paths(paths)
+    with _errors_as_one_line():
+        started = link.ensure()
+        found = reconcile(paths, link)
+    typer.echo(f"router {'started' if started else 'already running'} at {link.url}"
+               f" ({len(found.reregistered)} engine(s) registered again)")
+
+
+@router_app.command("stop")
+def router_stop() -> None:
+    """Stop the background router that `gomgr start` or `gomgr router start` started."""
+    link = RouterLink.from_paths(StatePaths.from_env())
+    stopped = link.daemon.stop()
+    typer.echo(f"router at {link.url} stopped" if stopped else "no background router of gomgr runs")

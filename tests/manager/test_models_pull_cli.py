@@ -1,4 +1,4 @@
-"""`gomgr models pull` and `gomgr start` through the real console script."""
+"""`gomgr models pull` through the real console script."""
 
 from __future__ import annotations
 
@@ -28,23 +28,6 @@ def test_second_pull_is_a_no_op(run_gomgr, smollm2_dir: Path, smollm2_store: Pat
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"{SMOLLM2} already present at {smollm2_dir}"
     assert _mtimes(smollm2_dir) == before
-
-
-def test_start_says_what_is_missing_in_one_line(
-    run_gomgr, smollm2_dir: Path, smollm2_store: Path
-) -> None:
-    result = run_gomgr("start", SMOLLM2, GOMGR_MODELS_DIR=str(smollm2_store))
-    assert result.returncode == 2
-    lines = (result.stdout + result.stderr).strip().splitlines()
-    assert len(lines) == 1, lines
-    assert "not built yet" in lines[0]
-    assert str(smollm2_dir) in lines[0]
-
-
-def test_start_accepts_a_local_model_directory(run_gomgr, smollm2_dir: Path) -> None:
-    result = run_gomgr("start", str(smollm2_dir))
-    assert result.returncode == 2
-    assert f"model ready at {smollm2_dir}" in result.stderr
 
 
 def _assert_one_error_line(stdout: str, stderr: str) -> str:

@@ -1,0 +1,1 @@
+"""Engine lifecycle: start (resolve → readiness → run → /health → register), stop, reconcile."""

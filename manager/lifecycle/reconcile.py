@@ -1,0 +1,51 @@
+"""Make the records and the router match what actually runs.
+
+Run at the start of `gomgr ps`, `start` and `stop` (and by `gomgr router start`):
+- a record whose process is gone (crashed, killed, machine rebooted) is removed and its
+  route deregistered; its log is kept for the post-mortem;
+- when a router answers, every ready engine it does not list is registered again (a router
+  that was restarted has forgotten them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from manager.lifecycle.router_link import RouterLink
+from manager.runtimes.registry import get_runtime
+from manager.state.machine import EngineState
+from manager.state.paths import StatePaths
+from manager.state.records import EngineRecord, RecordStore
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    live: tuple[EngineRecord, ...]
+    removed: tuple[EngineRecord, ...]  # found dead and cleaned up
+    reregistered: tuple[str, ...]  # engine ids registered again with the router
+    routed: frozenset[str] | None  # ids the router lists; None when no router answers
+
+
+def reconcile(paths: StatePaths, router: RouterLink) -> Reconciled:
+    records = RecordStore(paths)
+    live: list[EngineRecord] = []
+    removed: list[EngineRecord] = []
+    for record in records.all():
+        if get_runtime(record.handle.runtime, paths).is_alive(record.handle):
+            live.append(record)
+        else:
+            removed.append(record)
+    router_up = router.is_up()
+    for record in removed:
+        if router_up:
+            router.deregister(record.id)
+        records.remove(record.id, keep_log=True)
+    if not router_up:
+        return Reconciled(tuple(live), tuple(removed), (), None)
+    routed = router.backend_ids()
+    reregistered: list[str] = []
+    for record in live:
+        if record.state is EngineState.READY and record.id not in routed:
+            router.register(record)
+            reregistered.append(record.id)
+    return Reconciled(tuple(live), tuple(removed), tuple(reregistered), frozenset(routed | set(reregistered)))

@@ -1,0 +1,94 @@
+"""The manager's side of the router: keep one running, register and deregister engines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from manager.lifecycle.errors import RouterUnavailable
+from manager.state.paths import DEFAULT_ROUTER_HOST, StatePaths, router_port
+from manager.state.records import EngineRecord
+from router.daemon import RouterDaemon, RouterDaemonError
+
+ADMIN_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class RouterLink:
+    daemon: RouterDaemon
+
+    @classmethod
+    def from_paths(cls, paths: StatePaths) -> RouterLink:
+        return cls(RouterDaemon(
+            run_dir=paths.router_dir, host=DEFAULT_ROUTER_HOST, port=router_port(),
+            token_file=paths.router_token_file,
+        ))
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.daemon.host}:{self.daemon.port}"
+
+    def is_up(self) -> bool:
+        """Whether a router answers on the port: ours (router.json) or one started by hand."""
+        try:
+            return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def ensure(self) -> bool:
+        """Start the background router unless one answers; True if this call started it."""
+        if self.is_up():
+            return False
+        try:
+            self.daemon.start()
+        except RouterDaemonError as exc:
+            raise RouterUnavailable(f"could not start the router on {self.url}", str(exc)) from exc
+        return True
+
+    def register(self, record: EngineRecord) -> None:
+        spec = record.handle.spec
+        body = {
+            "id": spec.id, "model": spec.served_name, "base_url": spec.base_url, "kind": "engine",
+            "aliases": list(spec.aliases),
+        }
+        reply = self._admin("POST", "/backends", json=body)
+        if reply.status_code != 201:
+            raise RouterUnavailable(f"the router at {self.url} refused to register {spec.id}: {_message(reply)}")
+
+    def deregister(self, engine_id: str) -> None:
+        """Remove the route; a router that is down or no longer lists it is fine."""
+        if not self.is_up():
+            return
+        reply = self._admin("DELETE", f"/backends/{engine_id}")
+        if reply.status_code not in (200, 404):
+            raise RouterUnavailable(f"the router at {self.url} refused to deregister {engine_id}: {_message(reply)}")
+
+    def backend_ids(self) -> set[str]:
+        reply = self._admin("GET", "/backends")
+        if reply.status_code != 200:
+            raise RouterUnavailable(f"the router at {self.url} refused to list backends: {_message(reply)}")
+        return {str(b["id"]) for b in reply.json()["backends"]}
+
+    def _admin(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+        try:
+            token = self.daemon.token_file.read_text().strip()
+        except FileNotFoundError as exc:
+            raise RouterUnavailable(
+                f"a router answers on {self.url} but its admin token file {self.daemon.token_file} "
+                "is missing; stop that router or set GOMGR_ROUTER_TOKEN_FILE to its token file"
+            ) from exc
+        try:
+            return httpx.request(
+                method, f"{self.url}/admin{path}", headers={"authorization": f"Bearer {token}"},
+                timeout=ADMIN_TIMEOUT_S, **kwargs,  # type: ignore[arg-type]
+            )
+        except httpx.TransportError as exc:
+            raise RouterUnavailable(f"the router at {self.url} did not answer: {exc}") from exc
+
+
+def _message(reply: httpx.Response) -> str:
+    try:
+        return str(reply.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {reply.status_code}"

@@ -1,0 +1,84 @@
+"""`gomgr start`: resolve the model → readiness and runtime → run → /health → router → register."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from manager.lifecycle.health_wait import wait_until_healthy
+from manager.lifecycle.planning import plan_start
+from manager.lifecycle.reconcile import reconcile
+from manager.lifecycle.router_link import RouterLink
+from manager.models.progress import Progress
+from manager.models.pull import resolve_model
+from manager.runtimes.base import ENGINE_HOST, EngineSpec
+from manager.runtimes.registry import get_runtime
+from manager.state.machine import EngineState
+from manager.state.paths import StatePaths
+from manager.state.records import EngineRecord, RecordStore
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    repo: str  # repo id or model directory
+    runtime: str  # "auto" or a runtime name
+    port: int | None  # the engine's port; None: a free one
+    served_name: str | None  # None: the manifest's, else the repo id
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class Started:
+    record: EngineRecord
+    router_url: str
+    runtime_reason: str
+
+
+def start_engine(
+    request: StartRequest, paths: StatePaths, progress: Progress, announce: Callable[[str], None],
+) -> Started:
+    router = RouterLink.from_paths(paths)
+    reconcile(paths, router)
+    model_dir = resolve_model(request.repo, progress=progress)
+    plan = plan_start(request.repo, model_dir, request.runtime, request.port, request.served_name)
+    announce(f"runtime: {plan.runtime} ({plan.reason})")
+    spec = EngineSpec(
+        id=_new_id(plan.served_name), repo=request.repo, model_dir=model_dir,
+        served_name=plan.served_name, port=request.port or _free_port(),
+        engine_args=plan.engine_args, env=plan.env,
+    )
+    runtime = get_runtime(plan.runtime, paths)
+    records = RecordStore(paths)
+    progress.step(f"Starting engine {spec.id} on {spec.base_url}")
+    handle = runtime.start(spec)
+    registered = False
+    try:
+        wait_until_healthy(runtime, handle, request.timeout_s)
+        router.ensure()
+        record = records.get(spec.id) or EngineRecord(handle, EngineState.STARTING)
+        router.register(record)
+        registered = True
+        record = records.set_state(record, EngineState.READY)
+    except BaseException:
+        # NOTE: BaseException, so Ctrl-C during the wait also leaves nothing running.
+        if registered:
+            router.deregister(spec.id)
+        runtime.stop(handle)
+        records.remove(spec.id, keep_log=True)
+        raise
+    return Started(record, router.url, plan.reason)
+
+
+def _new_id(served_name: str) -> str:
+    """e.g. 'smollm2-135m-instruct-3f9a1c': the name's last part, slugged, plus a random suffix."""
+    slug = re.sub(r"[^a-z0-9.-]+", "-", served_name.rsplit("/", 1)[-1].lower()).strip("-.")[:40]
+    return f"{slug or 'engine'}-{secrets.token_hex(3)}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((ENGINE_HOST, 0))
+        return int(sock.getsockname()[1])

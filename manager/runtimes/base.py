@@ -1,0 +1,82 @@
+"""The `Runtime` interface every way of running an engine implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from manager.state.paths import StatePaths
+
+ENGINE_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """What to run: one engine serving one model under one name."""
+
+    id: str
+    repo: str  # as the user gave it: a repo id or a directory
+    model_dir: Path
+    served_name: str
+    port: int
+    aliases: tuple[str, ...] = ()
+    # NOTE: every engine flag but host and port (the runtime's to choose), model path and
+    # served name included: the manifest decides them (manifests/flags.py).
+    engine_args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # extra environment (from the manifest)
+    host: str = ENGINE_HOST
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class EngineHandle:
+    """A launched engine, as its runtime can find it again after a manager restart."""
+
+    spec: EngineSpec
+    runtime: str
+    pid: int
+    create_time: float  # the process's start time: tells it apart from a later one with its pid
+    log_path: Path
+    started_at: float  # unix seconds
+    extra: dict[str, Any] = field(default_factory=dict)  # runtime-specific, e.g. a container id
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+class Runtime(ABC):
+    name: str
+
+    def __init__(self, paths: StatePaths) -> None:
+        self.paths = paths
+
+    @abstractmethod
+    def start(self, spec: EngineSpec) -> EngineHandle:
+        """Launch the engine detached from the caller; returns at once (not waiting for /health)."""
+
+    @abstractmethod
+    def stop(self, handle: EngineHandle, timeout_s: float = 15.0) -> None:
+        """End the engine and everything it started: SIGTERM, a bounded wait, then SIGKILL."""
+
+    @abstractmethod
+    def is_alive(self, handle: EngineHandle) -> bool:
+        """Whether the engine's process (or container) still runs."""
+
+    @abstractmethod
+    def logs(self, handle: EngineHandle, lines: int) -> list[str]:
+        """The last `lines` lines of the engine's output."""
+
+    @abstractmethod
+    def follow(self, handle: EngineHandle) -> Iterator[str]:
+        """Output lines as they are written, until the engine stops."""
+
+    @abstractmethod
+    def list_running(self) -> list[EngineHandle]:
+        """Every engine of this runtime that still runs, rebuilt from what outlives the manager."""

@@ -1,0 +1,152 @@
+"""The router as a background process: start it detached, find it again, stop it.
+
+Its run directory holds `router.json` (pid, process start time, host, port, token file) and
+`router.log`. Used by the manager (`gomgr start` starts a router when none runs); the router
+itself never imports the manager, so every path comes in as an argument.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+
+
+class RouterDaemonError(Exception):
+    """The background router could not be started; the message says why, with its log tail."""
+
+
+@dataclass(frozen=True)
+class RouterProcess:
+    pid: int
+    create_time: float
+    host: str
+    port: int
+    token_file: str
+    log_path: str
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class RouterDaemon:
+    run_dir: Path
+    host: str
+    port: int
+    token_file: Path
+
+    @property
+    def record_path(self) -> Path:
+        return self.run_dir / "router.json"
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / "router.log"
+
+    def running(self) -> RouterProcess | None:
+        """The router this directory started, if it still runs; a stale record is removed."""
+        try:
+            found = RouterProcess(**json.loads(self.record_path.read_text()))
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError):
+            self.record_path.unlink(missing_ok=True)
+            return None
+        if _process(found) is None:
+            self.record_path.unlink(missing_ok=True)
+            return None
+        return found
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> RouterProcess:
+        """Start the router detached and wait until its /health answers; the running one if any."""
+        if current := self.running():
+            return current
+        self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        command = [
+            sys.executable, "-m", "router", "--host", self.host, "--port", str(self.port),
+            "--admin-token-file", str(self.token_file), "--log-level", "warning",
+        ]
+        with open(self.log_path, "ab") as log:
+            # NOTE: a new session: the router outlives the command that started it.
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, close_fds=True,
+            )
+        found = RouterProcess(
+            pid=process.pid, create_time=psutil.Process(process.pid).create_time(),
+            host=self.host, port=self.port, token_file=str(self.token_file), log_path=str(self.log_path),
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RouterDaemonError(
+                    f"the router exited with status {process.returncode} at start:\n{self.log_tail()}"
+                )
+            try:
+                if httpx.get(f"{found.url}/health", timeout=2).status_code == 200:
+                    _write_atomic(self.record_path, json.dumps(asdict(found)) + "\n")
+                    return found
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        _end(process.pid)
+        raise RouterDaemonError(f"the router did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+        """SIGTERM, a bounded wait, then SIGKILL. False when no router of ours ran."""
+        found = self.running()
+        if found is None:
+            return False
+        _end(found.pid, timeout_s)
+        self.record_path.unlink(missing_ok=True)
+        return True
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(deque(f, maxlen=lines)).rstrip("\n")
+        except FileNotFoundError:
+            return "(no log)"
+
+
+def _process(found: RouterProcess) -> psutil.Process | None:
+    try:
+        process = psutil.Process(found.pid)
+        # NOTE: a pid reused by another program after a reboot or crash has another start time.
+        if abs(process.create_time() - found.create_time) > 0.5 or process.status() == psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.NoSuchProcess:
+        return None
+    return process
+
+
+def _end(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    try:
+        process = psutil.Process(pid)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout_s)
+    except psutil.NoSuchProcess:
+        return
+    except psutil.TimeoutExpired:
+        process.kill()
+        process.wait(5)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -1,0 +1,168 @@
+"""The real path: `gomgr start/ps/stop` with real engine processes and a background router.
+
+Everything lives in tmp dirs ($GOMGR_STATE_DIR, $GOMGR_ROUTER_TOKEN_FILE) on a free router
+port ($GOMGR_ROUTER_PORT); teardown ends, by pid, whatever the records and router.json name.
+Tests run in file order and share one engine until test_stop stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+from openai import OpenAI
+
+from manager.state.paths import StatePaths
+from manager.state.records import RecordStore
+from router.daemon import RouterDaemon
+from tests.conftest import SMOLLM2_REPO
+from tests.support.engine_process import free_port
+
+pytestmark = pytest.mark.slow
+
+GOMGR = Path(sys.executable).parent / "gomgr"
+
+
+@dataclass(frozen=True)
+class Env:
+    vars: dict[str, str]
+    state: StatePaths
+    router_port: int
+
+    @property
+    def router_url(self) -> str:
+        return f"http://127.0.0.1:{self.router_port}"
+
+    def gomgr(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(GOMGR), *args], capture_output=True, text=True, env=self.vars, timeout=600, check=False,
+        )
+
+    def ps(self) -> list[dict[str, Any]]:
+        result = self.gomgr("ps", "--json")
+        assert result.returncode == 0, result.stderr
+        return list(json.loads(result.stdout))
+
+    def daemon(self) -> RouterDaemon:
+        return RouterDaemon(self.state.router_dir, "127.0.0.1", self.router_port,
+                            Path(self.vars["GOMGR_ROUTER_TOKEN_FILE"]))
+
+    def routed_models(self) -> list[str]:
+        reply = httpx.get(f"{self.router_url}/v1/models", timeout=5)
+        return [card["id"] for card in reply.json()["data"]]
+
+
+def _end_everything(env: Env) -> None:
+    for record in RecordStore(env.state).all():
+        try:
+            os.killpg(record.handle.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    env.daemon().stop()
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator[Env]:
+    root = tmp_path_factory.mktemp("lifecycle")
+    port = free_port()
+    variables = {
+        **os.environ,
+        "GOMGR_STATE_DIR": str(root / "state"),
+        "GOMGR_ROUTER_PORT": str(port),
+        "GOMGR_ROUTER_TOKEN_FILE": str(root / "router.token"),
+        # NOTE: the store that holds the session's SmolLM2, so the start pulls nothing.
+        "GOMGR_MODELS_DIR": str(smollm2_dir.parents[1]),
+    }
+    built = Env(variables, StatePaths(root / "state"), port)
+    yield built
+    _end_everything(built)
+
+
+@pytest.fixture(scope="module")
+def started(env: Env) -> dict[str, Any]:
+    result = env.gomgr("start", SMOLLM2_REPO, "--json")
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout)) | {"stderr": result.stderr}
+
+
+def test_start_says_process_runtime_and_why_then_serves_through_the_router(
+    env: Env, started: dict[str, Any]
+) -> None:
+    runtime_lines = [line for line in started["stderr"].splitlines() if line.startswith("runtime:")]
+    assert len(runtime_lines) == 1
+    assert runtime_lines[0].startswith("runtime: process (") and runtime_lines[0].endswith(")")
+    assert started["state"] == "ready"
+    client = OpenAI(base_url=f"{env.router_url}/v1", api_key="any")
+    reply = client.chat.completions.create(
+        model=started["served_name"], messages=[{"role": "user", "content": "Say hello."}],
+        max_tokens=8, temperature=0,
+    )
+    assert reply.choices[0].message.content
+    [row] = env.ps()
+    assert (row["id"], row["state"], row["routed"]) == (started["id"], "ready", True)
+
+
+def test_ps_registers_the_engine_again_with_a_restarted_router(env: Env, started: dict[str, Any]) -> None:
+    daemon = env.daemon()
+    assert daemon.stop()
+    daemon.start()  # NOTE: a bare router, as after a crash: it knows no engine
+    assert env.routed_models() == []
+    [row] = env.ps()
+    assert row["routed"] is True
+    assert env.routed_models() == [started["served_name"]]
+
+
+def test_stop_leaves_no_process_and_no_route(env: Env, started: dict[str, Any]) -> None:
+    engine = psutil.Process(started["pid"])
+    group = [engine, *engine.children(recursive=True)]
+    result = env.gomgr("stop", started["served_name"])
+    assert result.returncode == 0, result.stderr
+    assert not [p for p in group if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert env.routed_models() == []
+    assert env.ps() == []
+    assert not RecordStore(env.state).all()
+    assert env.gomgr("stop", started["id"]).returncode == 6
+
+
+def test_kill_9_removes_the_route_and_ps_cleans_the_record(env: Env) -> None:
+    result = env.gomgr("start", SMOLLM2_REPO, "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    os.kill(record["pid"], signal.SIGKILL)
+    # NOTE: the router's health monitor drops the route by itself (connection refused);
+    # 2 s is the bound the design promises, polled, not a speed measurement.
+    deadline = time.monotonic() + 2
+    while env.routed_models() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert env.routed_models() == []
+    # The manager's view: the next command finds the dead engine and drops its record.
+    assert env.ps() == []
+    assert RecordStore(env.state).get(record["id"]) is None
+
+
+def test_a_failed_start_prints_the_engine_log_and_leaves_nothing_running(
+    env: Env, tmp_path: Path
+) -> None:
+    bad = tmp_path / "broken-model"
+    bad.mkdir()
+    (bad / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    result = env.gomgr("start", str(bad), "--timeout", "120")
+    assert result.returncode == 4, result.stderr
+    assert "exited before it became healthy" in result.stderr
+    assert "engine.launch_server" in result.stderr  # the engine's own last log lines
+    assert not RecordStore(env.state).all()
+    assert not [
+        p for p in psutil.process_iter(["cmdline"]) if str(bad) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert env.ps() == []
