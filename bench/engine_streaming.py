@@ -1,5 +1,8 @@
 """Streaming chunk rate through the real engine server, beside the in-process engine.
 
+Meanwhile /health is polled every 50 ms and its latency reported: it must keep answering
+while many streams run (issue: 64 concurrent streams).
+
     python -m bench.engine_streaming [--concurrency 1,8] [--new-tokens 64]
 
 The same greedy, ignore_eos requests run through the offline ``Engine`` (no HTTP, no IPC)
@@ -47,11 +50,29 @@ async def _stream_one(client: httpx.AsyncClient, question: str, new_tokens: int)
     return chunks
 
 
-async def _server_round(url: str, concurrency: int, new_tokens: int) -> tuple[int, float]:
-    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+async def _poll_health(client: httpx.AsyncClient, done: asyncio.Event, latencies: list[float]) -> None:
+    """GET /health every 50 ms while the streams run; each answer's latency in ms."""
+    while not done.is_set():
+        start = time.perf_counter()
+        reply = await client.get("/health")
+        if reply.status_code == 200:
+            latencies.append((time.perf_counter() - start) * 1000)
+        await asyncio.sleep(0.05)
+
+
+async def _server_round(url: str, concurrency: int, new_tokens: int) -> tuple[int, float, list[float]]:
+    latencies: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client, httpx.AsyncClient(
+        base_url=url, timeout=600
+    ) as health_client:
+        done = asyncio.Event()
+        poller = asyncio.create_task(_poll_health(health_client, done, latencies))
         start = time.perf_counter()
         counts = await asyncio.gather(*(_stream_one(client, q, new_tokens) for q in _questions(concurrency)))
-        return sum(counts), time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        done.set()
+        await poller
+        return sum(counts), elapsed, latencies
 
 
 def _offline_round(engine: Engine, concurrency: int, new_tokens: int) -> tuple[int, float]:
@@ -74,27 +95,32 @@ def run(concurrency: list[int], new_tokens: int = 64, repeats: int = 2) -> dict[
         args = ("--served-model-name", "smollm2", "--max-total-tokens", "16384")
         with engine_server(model_dir, Path(logs), *args) as server:
             for c in concurrency:
-                server_rates, offline_rates = [], []
+                server_rates, offline_rates, health_ms = [], [], []
                 for _ in range(repeats):  # interleaved, so drift hits both sides
                     tokens, seconds = _offline_round(engine, c, new_tokens)
                     offline_rates.append(tokens / seconds)
-                    chunks, seconds = asyncio.run(_server_round(server.url, c, new_tokens))
+                    chunks, seconds, latencies = asyncio.run(_server_round(server.url, c, new_tokens))
                     server_rates.append(chunks / seconds)
+                    health_ms += latencies
                 ours, offline = statistics.median(server_rates), statistics.median(offline_rates)
+                health_ms.sort()
                 rows.append({"concurrency": c, "server_chunks_per_s": ours, "offline_tokens_per_s": offline,
-                             "ratio": ours / offline})
+                             "ratio": ours / offline,
+                             "health_p50_ms": health_ms[len(health_ms) // 2] if health_ms else float("nan"),
+                             "health_p99_ms": health_ms[int(len(health_ms) * 0.99)] if health_ms else float("nan")})
     joined = ",".join(str(c) for c in concurrency)
     return {"rows": rows, "command": f"python -m bench.engine_streaming --concurrency {joined} --new-tokens {new_tokens}"}
 
 
 def markdown_table(result: dict[str, Any]) -> str:
     lines = [
-        "| concurrent streams | server SSE chunks/s | offline engine tokens/s | ratio |",
-        "|---:|---:|---:|---:|",
+        "| concurrent streams | server SSE chunks/s | offline engine tokens/s | ratio | /health p50 ms | /health p99 ms |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
         lines.append(
-            f"| {r['concurrency']} | {r['server_chunks_per_s']:.1f} | {r['offline_tokens_per_s']:.1f} | {r['ratio']:.2f} |"
+            f"| {r['concurrency']} | {r['server_chunks_per_s']:.1f} | {r['offline_tokens_per_s']:.1f} "
+            f"| {r['ratio']:.2f} | {r['health_p50_ms']:.1f} | {r['health_p99_ms']:.1f} |"
         )
     return "\n".join(lines)
 

@@ -46,7 +46,7 @@ def run_sse_encoder() -> str:
 
 
 def run_engine_streaming() -> str:
-    result = engine_streaming.run([1, 8])
+    result = engine_streaming.run([1, 8, 64], new_tokens=32)
     return section(_now(), _machine(), result["command"], engine_streaming.markdown_table(result))
 
 
