@@ -1,4 +1,4 @@
-"""A real engine server (``python -m engine.launch_server``) as a subprocess for tests."""
+"""A real engine server (``python -m engine.launch_server``) as a subprocess, for tests and benches."""
 
 from __future__ import annotations
 
@@ -10,87 +10,118 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import psutil
 
 START_TIMEOUT_S = 240.0
+STOP_GRACE_S = 10.0
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 @dataclass
 class EngineServer:
+    """A running server, its children (recorded once healthy) and how to reach it."""
+
     process: subprocess.Popen[bytes]
     port: int
     log_path: Path
+    children: list[psutil.Process] = field(default_factory=list)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def log_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+    def client(self, timeout_s: float = 120.0) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=timeout_s)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "<no log>"
 
     def token_count(self, text: str) -> int:
         """How many tokens ``text`` is, by the server's own /tokenize (no special tokens)."""
         reply = httpx.post(f"{self.url}/tokenize", json={"prompt": text, "add_special_tokens": False})
         return int(reply.json()["count"])
 
-    def children(self) -> list[psutil.Process]:
-        return psutil.Process(self.process.pid).children(recursive=True)
+    def scheduler(self) -> psutil.Process:
+        """The scheduler child: the one that loaded the model, i.e. the largest RSS."""
+        alive = [c for c in self.children if c.is_running()]
+        return max(alive, key=lambda c: c.memory_info().rss)
+
+    def stop(self) -> None:
+        """SIGTERM, up to STOP_GRACE_S for a clean exit, then SIGKILL."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(STOP_GRACE_S)
+
+    def leftover_children(self, timeout_s: float) -> list[psutil.Process]:
+        _, alive = psutil.wait_procs(self.children, timeout=timeout_s)
+        return alive
+
+    def stop_and_check(self) -> None:
+        """Stops the server; asserts no child is left and, if it was still running, that
+        SIGTERM made it exit cleanly (status 0, not killed)."""
+        was_running = self.process.poll() is None
+        self.stop()
+        left = self.leftover_children(STOP_GRACE_S)
+        for child in left:
+            child.kill()
+        assert not left, f"children left after the server stopped: {[p.pid for p in left]}\n{self.log_tail()}"
+        if was_running:
+            assert self.process.returncode == 0, f"exit {self.process.returncode}\n{self.log_tail()}"
 
 
-def _wait_healthy(server: EngineServer) -> None:
+def start_engine_server(
+    model_dir: Path, log_path: Path, extra_args: list[str], env: dict[str, str] | None = None
+) -> EngineServer:
+    """Starts the server and waits (bounded) until /health answers 200."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "engine.launch_server",
+        "--model-path", str(model_dir), "--host", "127.0.0.1", "--port", str(port), *extra_args,
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    server = EngineServer(process, port, log_path)
     deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"engine exited with {server.process.returncode}:\n{server.log_tail()}")
-        try:
-            if httpx.get(f"{server.url}/health", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"engine not healthy after {START_TIMEOUT_S} s:\n{server.log_tail()}")
-
-
-def stop(server: EngineServer) -> None:
-    """SIGTERM, a bounded wait, then SIGKILL; the server's children go with it."""
-    children = server.children() if server.process.poll() is None else []
-    if server.process.poll() is None:
-        server.process.send_signal(signal.SIGTERM)
-        try:
-            server.process.wait(15)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait(5)
-    _, alive = psutil.wait_procs(children, timeout=10)
-    for child in alive:
-        child.kill()
+    with httpx.Client(base_url=server.url, timeout=10.0) as client:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"engine exited with {process.returncode} during start-up:\n{server.log_tail()}")
+            try:
+                if client.get("/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                server.stop()
+                raise RuntimeError(f"engine not healthy after {START_TIMEOUT_S:.0f} s:\n{server.log_tail()}")
+            time.sleep(0.5)
+    server.children = psutil.Process(process.pid).children(recursive=True)
+    return server
 
 
 @contextmanager
 def engine_server(
     model_dir: Path, log_dir: Path, *args: str, env: dict[str, str] | None = None
 ) -> Iterator[EngineServer]:
-    port = free_port()
-    log_path = log_dir / f"engine-{port}.log"
-    command = [
-        sys.executable, "-m", "engine.launch_server",
-        "--model-path", str(model_dir), "--host", "127.0.0.1", "--port", str(port), *args,
-    ]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-    server = EngineServer(process, port, log_path)
+    """A healthy server for the ``with`` block; stopped (and checked) afterwards."""
+    server = start_engine_server(model_dir, log_dir / f"engine-{free_port()}.log", list(args), env)
     try:
-        _wait_healthy(server)
         yield server
     finally:
-        stop(server)
+        server.stop_and_check()

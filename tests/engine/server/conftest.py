@@ -6,125 +6,19 @@ does not break it; tests that freeze or kill a child start their own short-lived
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import pytest
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-START_TIMEOUT_S = 180.0
-STOP_GRACE_S = 10.0
+from tests.support.engine_process import EngineServer, start_engine_server
+
 FRANCE_QUESTION = "What is the capital of France?"
 FRANCE_ANSWER = "The capital of France is Paris."
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class ServerProcess:
-    """A running ``python -m engine.launch_server`` and what the tests need to reach it."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-    log_path: Path
-    children: list[psutil.Process] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def client(self, timeout_s: float = 120.0) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=timeout_s)
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "<no log>"
-
-    def scheduler(self) -> psutil.Process:
-        """The scheduler child: the one that loaded the model, i.e. the largest RSS."""
-        alive = [c for c in self.children if c.is_running()]
-        return max(alive, key=lambda c: c.memory_info().rss)
-
-    def stop(self) -> None:
-        """SIGTERM, up to STOP_GRACE_S for a clean exit, then SIGKILL."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(STOP_GRACE_S)
-
-    def leftover_children(self, timeout_s: float) -> list[psutil.Process]:
-        _, alive = psutil.wait_procs(self.children, timeout=timeout_s)
-        return alive
-
-    def stop_and_check(self) -> None:
-        """Stops the server; asserts no child is left and, if it was still running, that
-        SIGTERM made it exit cleanly (status 0, not killed)."""
-        was_running = self.process.poll() is None
-        self.stop()
-        left = self.leftover_children(STOP_GRACE_S)
-        assert not left, (
-            f"children left after the server stopped: {[p.pid for p in left]}\n{self.log_tail()}"
-        )
-        if was_running:
-            assert self.process.returncode == 0, (
-                f"exit {self.process.returncode}\n{self.log_tail()}"
-            )
-
-
-def start_server(
-    model_dir: Path, log_path: Path, extra_args: list[str], env: dict[str, str] | None = None
-) -> ServerProcess:
-    """Starts the server and waits (bounded) until /health answers 200."""
-    port = free_port()
-    cmd = [
-        sys.executable, "-m", "engine.launch_server",
-        "--model-path", str(model_dir), "--host", "127.0.0.1", "--port", str(port), *extra_args,
-    ]  # fmt: skip
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
-        )
-    server = ServerProcess(process, port, log_path)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    with httpx.Client(base_url=server.url, timeout=10.0) as client:
-        while True:
-            if process.poll() is not None:
-                pytest.fail(
-                    f"server exited with {process.returncode} during start-up:\n{server.log_tail()}"
-                )
-            try:
-                if client.get("/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                server.stop()
-                pytest.fail(
-                    f"server not healthy after {START_TIMEOUT_S:.0f} s:\n{server.log_tail()}"
-                )
-            time.sleep(0.5)
-    server.children = psutil.Process(process.pid).children(recursive=True)
-    assert server.children, "the server has no child processes"
-    return server
 
 
 @pytest.fixture(scope="session")
@@ -143,13 +37,13 @@ def france_prompt(smol_tokenizer: PreTrainedTokenizerBase) -> str:
 
 
 @pytest.fixture(scope="session")
-def launch_server(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., ServerProcess]:
+def launch_server(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., EngineServer]:
     """Starts a server on a model dir with extra flags and env; the caller stops it."""
 
     def launch(
         model_dir: Path, extra_args: list[str], env: dict[str, str] | None = None
-    ) -> ServerProcess:
-        return start_server(
+    ) -> EngineServer:
+        return start_engine_server(
             model_dir, tmp_path_factory.mktemp("server") / "server.log", extra_args, env
         )
 
@@ -158,8 +52,8 @@ def launch_server(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Ser
 
 @pytest.fixture(scope="session")
 def server(
-    smollm2_dir: Path, launch_server: Callable[..., ServerProcess]
-) -> Iterator[ServerProcess]:
+    smollm2_dir: Path, launch_server: Callable[..., EngineServer]
+) -> Iterator[EngineServer]:
     """The shared server; its children must all be gone after it stops.
 
     NOTE: a 120 s health-check timeout: on a CPU-starved test box one prefill step of 64
@@ -174,7 +68,7 @@ def server(
 
 
 @pytest.fixture()
-def client(server: ServerProcess) -> Iterator[httpx.Client]:
+def client(server: EngineServer) -> Iterator[httpx.Client]:
     with server.client() as c:
         yield c
 
