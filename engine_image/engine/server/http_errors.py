@@ -54,7 +54,11 @@ async def parse_json_body(request: Request, model: type[Body]) -> Body:
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise bad_request(f"Content-Type must be application/json, got {content_type or 'none'!r}")
-    raw = await request.body()
+    return validate_json(await request.body(), model)
+
+
+def validate_json(raw: bytes, model: type[Body]) -> Body:
+    """``raw`` parsed as JSON and validated by ``model``; any problem is a 400 ApiError."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as err:
@@ -72,10 +76,19 @@ def _first_field(err: ValidationError) -> str | None:
     return str(errors[0]["loc"][0])
 
 
+# NOTE: pydantic puts the tried union branch into an error's location ("text.str",
+# "input_ids.list[int]"); those parts name types, not fields, and are left out.
+_UNION_BRANCHES = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc if not (isinstance(p, str) and (p in _UNION_BRANCHES or "[" in p))]
+    return ".".join(parts) or "body"
+
+
 def _describe(err: ValidationError) -> str:
     first = err.errors()[0]
-    # NOTE: only the top-level field: deeper parts of the location name union branches.
-    where = str(first["loc"][0]) if first["loc"] else "body"
+    where = _field_path(first["loc"])
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
     return f"invalid field {where}: {first['msg']}{more}"
 

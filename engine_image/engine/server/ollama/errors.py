@@ -8,9 +8,9 @@ from typing import Any, TypeVar
 import orjson
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from engine.server.http_errors import ApiError, bad_request
+from engine.server.http_errors import ApiError, bad_request, validate_json
 
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -45,13 +45,4 @@ async def parse_body(request: Request, model: type[Body]) -> Body:
     raw = await request.body()
     if not raw:
         raise bad_request("missing request body")
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as err:
-        raise bad_request(f"the body is not valid JSON: {err}") from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise bad_request(f"invalid field {where}: {first['msg']}") from None
+    return validate_json(raw, model)
