@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,12 +16,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from manager.images.cli import image_app
+from manager.lifecycle.apply import Applier
+from manager.lifecycle.desired_state import load_desired_state
 from manager.lifecycle.errors import EngineNotFound, LifecycleError
 from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start import StartRequest, start_engine
 from manager.lifecycle.stop import find_engines, stop_engines
+from manager.lifecycle.watch import Watcher, WatchSettings
+from manager.lifecycle.watch_status import waiting_rows
 from manager.manifests.cli import manifests_app
 from manager.models.errors import ModelError
 from manager.models.progress import Progress, RichProgress, SilentProgress
@@ -29,13 +35,14 @@ from manager.models.store import ModelStore, RepoId
 from manager.readiness.doctor import doctor_command
 from manager.runtimes.registry import get_runtime
 from manager.state.paths import StatePaths
+from manager.state.records import RecordStore
 
 app = typer.Typer(
     help="Run local LLM engines behind an OpenAI-compatible router. Exit codes: 0 ok, 1 model "
     "error, 2 usage, 3 readiness blocked the start, 4 the engine failed to start, 5 router "
     "unavailable, 6 no such engine.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
 )
 models_app = typer.Typer(
     help="Pull, list and remove models in the local store.", no_args_is_help=True
@@ -47,6 +54,7 @@ router_app = typer.Typer(
 app.add_typer(router_app, name="router")
 app.command("doctor")(doctor_command)
 app.add_typer(manifests_app, name="manifests")
+app.add_typer(image_app, name="image")
 
 _stderr = Console(stderr=True)
 
@@ -58,6 +66,18 @@ def main(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+
+
+def _complete_engines(incomplete: str) -> list[str]:
+    """Engine ids and served names from the records (shell completion: no network)."""
+    records = RecordStore(StatePaths.from_env()).all()
+    names = dict.fromkeys([*(r.id for r in records), *(r.handle.spec.served_name for r in records)])
+    return [name for name in names if name.startswith(incomplete)]
+
+
+def _complete_repos(incomplete: str) -> list[str]:
+    """Repo ids in the local model store (shell completion)."""
+    return [m.repo for m in ModelStore.from_env().models() if m.repo.startswith(incomplete)]
 
 
 @contextmanager
@@ -86,15 +106,29 @@ def _progress() -> Iterator[Progress]:
 
 class RuntimeChoice(StrEnum):
     AUTO = "auto"
+    DOCKER = "docker"
     PROCESS = "process"
+
+
+class GpusChoice(StrEnum):
+    AUTO = "auto"
+    ALL = "all"
+    NONE = "none"
 
 
 @app.command()
 def start(
-    repo: Annotated[str, typer.Argument(help="Hugging Face repo id or model directory.")],
+    repo: Annotated[
+        str, typer.Argument(help="Hugging Face repo id or model directory.", autocompletion=_complete_repos)
+    ],
     runtime: Annotated[
-        RuntimeChoice, typer.Option(help="auto: readiness picks (today always process).")
+        RuntimeChoice,
+        typer.Option(help="auto: docker where a container can reach a GPU, else process."),
     ] = RuntimeChoice.AUTO,
+    gpus: Annotated[
+        GpusChoice,
+        typer.Option(help="docker runtime: `--gpus all` for the container; auto: when NVML sees GPUs."),
+    ] = GpusChoice.AUTO,
     port: Annotated[int | None, typer.Option(help="The engine's port (default: a free one).")] = None,
     served_model_name: Annotated[
         str | None, typer.Option(help="Name clients use as `model` (default: the manifest's, else REPO).")
@@ -105,7 +139,7 @@ def start(
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
-    request = StartRequest(repo, runtime.value, port, served_model_name, timeout)
+    request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus.value)
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with _errors_as_one_line(), _progress() as progress:
@@ -122,7 +156,9 @@ def start(
 
 @app.command()
 def stop(
-    target: Annotated[str | None, typer.Argument(help="Engine id or served name.")] = None,
+    target: Annotated[
+        str | None, typer.Argument(help="Engine id or served name.", autocompletion=_complete_engines)
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Stop every engine.")] = False,
 ) -> None:
     """Deregister and stop engines (SIGTERM, then SIGKILL after 15 s)."""
@@ -152,7 +188,7 @@ def ps(
         {**r.to_json(), "uptime_s": round(now - r.handle.started_at, 1),
          "routed": None if found.routed is None else r.id in found.routed}
         for r in found.live
-    ]
+    ] + waiting_rows(paths, now)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -162,9 +198,13 @@ def ps(
     table = Table("ID", "NAME", "STATE", "RUNTIME", "PORT", "PID", "UPTIME", "ROUTED", box=None)
     for row in rows:
         routed = "?" if row["routed"] is None else ("yes" if row["routed"] else "no")
+        state = str(row["state"])
+        if row.get("retry_in_s") is not None:
+            state = f"{state} {math.ceil(float(row['retry_in_s']))}s"  # e.g. "backoff 4s"
+        uptime = "-" if row["uptime_s"] is None else f"{int(row['uptime_s'])}s"
         table.add_row(
-            str(row["id"]), str(row["served_name"]), str(row["state"]), str(row["runtime"]),
-            str(row["port"]), str(row["pid"]), f"{int(row['uptime_s'])}s", routed,
+            str(row["id"] or "-"), str(row["served_name"]), state, str(row["runtime"] or "-"),
+            str(row["port"] or "-"), str(row["pid"] or "-"), uptime, routed,
         )
     console = Console()
     if not console.is_terminal:
@@ -174,7 +214,9 @@ def ps(
 
 @app.command()
 def logs(
-    target: Annotated[str, typer.Argument(help="Engine id or served name.")],
+    target: Annotated[
+        str, typer.Argument(help="Engine id or served name.", autocompletion=_complete_engines)
+    ],
     lines: Annotated[int, typer.Option("-n", "--lines", help="How many last lines.")] = 100,
     follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing new lines.")] = False,
 ) -> None:
@@ -198,6 +240,54 @@ def logs(
                 typer.echo(line)
         except KeyboardInterrupt:
             return
+
+
+@app.command()
+def apply(
+    file: Annotated[
+        Path, typer.Option("-f", "--file", help="The desired-state file (engines.yaml).")
+    ],
+    dry_run: Annotated[bool, typer.Option(help="Print the plan; change nothing.")] = False,
+    watch: Annotated[
+        bool, typer.Option(help="Keep reconciling: restart crashed engines, unload idle ones.")
+    ] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between --watch checks.")] = 1.0,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each engine's /health.")] = (
+        DEFAULT_START_TIMEOUT_S
+    ),
+) -> None:
+    """Make the running engines match FILE: start missing, stop removed, restart changed ones.
+
+    Stops only engines an apply started, and hand-started ones serving a name in FILE.
+    Exit codes: gomgr --help.
+    """
+    if dry_run and watch:
+        typer.echo("error: --dry-run and --watch exclude each other", err=True)
+        raise typer.Exit(2)
+    paths = StatePaths.from_env()
+    with _errors_as_one_line():
+        desired = load_desired_state(file)
+        if watch:
+            applier = Applier(paths, RouterLink.from_paths(paths), SilentProgress(), _say, timeout)
+            Watcher(desired, applier, WatchSettings(interval_s=interval), _say).run()
+            return
+        with _progress() as progress:
+            applier = Applier(paths, RouterLink.from_paths(paths), progress, typer.echo, timeout)
+            plan = applier.plan(desired)
+            for line in plan.lines():
+                typer.echo(line)
+            outcomes = [] if dry_run else applier.execute(plan)
+    failures = [o.failure for o in outcomes if o.failure is not None]
+    for outcome in outcomes:
+        typer.echo(outcome.describe(), err=outcome.failure is not None)
+        if outcome.failure is not None and outcome.failure.details:
+            typer.echo(outcome.failure.details, err=True)
+    if failures:
+        raise typer.Exit(failures[0].exit_code)
+
+
+def _say(line: str) -> None:
+    typer.echo(f"{time.strftime('%H:%M:%S')} {line}")
 
 
 @models_app.command("pull")
@@ -255,7 +345,9 @@ def models_list(
 
 @models_app.command("rm")
 def models_rm(
-    repo: Annotated[str, typer.Argument(help="Hugging Face repo id, e.g. org/name.")],
+    repo: Annotated[
+        str, typer.Argument(help="Hugging Face repo id, e.g. org/name.", autocompletion=_complete_repos)
+    ],
 ) -> None:
     """Remove REPO from the model store."""
     with _errors_as_one_line():
@@ -313,6 +405,32 @@ def router_start() -> None:
         found = reconcile(paths, link)
     typer.echo(f"router {'started' if started else 'already running'} at {link.url}"
                f" ({len(found.reregistered)} engine(s) registered again)")
+
+
+@router_app.command("status")
+def router_status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Whether a router answers at 127.0.0.1:$GOMGR_ROUTER_PORT, who runs it, and its engines.
+    Exit 0 when it answers, 1 when not."""
+    link = RouterLink.from_paths(StatePaths.from_env())
+    background = link.daemon.running()
+    up = link.is_up()
+    with _errors_as_one_line():
+        backends = sorted(link.backend_ids()) if up else []
+    if as_json:
+        typer.echo(json.dumps({
+            "url": link.url, "up": up, "background_pid": background.pid if background else None,
+            "log_path": background.log_path if background else None, "backends": backends,
+        }, indent=2))
+    elif not up:
+        typer.echo(f"no router answers at {link.url} (start one with `gomgr router start`)")
+    else:
+        owner = f"background pid {background.pid}, log {background.log_path}" if background else (
+            "not started by gomgr (e.g. `gomgr router serve`)"
+        )
+        typer.echo(f"router up at {link.url} ({owner}); {len(backends)} engine(s): {', '.join(backends) or '-'}")
+    raise typer.Exit(0 if up else 1)
 
 
 @router_app.command("stop")

@@ -11,16 +11,22 @@ from pathlib import Path
 
 from manager.lifecycle.errors import StartBlocked
 from manager.manifests.architecture import architecture_of
+from manager.manifests.effective import EffectiveManifest
+from manager.manifests.engines import CONTAINER_ENTRYPOINTS
 from manager.manifests.errors import ManifestError
 from manager.manifests.flags import to_engine_flags
 from manager.manifests.resolve import resolve_manifest
 from manager.readiness.blocker import Blocker
 from manager.readiness.runtime import choose_runtime
 from manager.readiness.start import check_for_start
-from manager.runtimes.registry import runtime_names
+from manager.runtimes.base import ContainerSpec
+from manager.runtimes.docker import CONTAINER_MODEL_DIR
 
 # NOTE: the engines a local process can run; sglang and vllm images need the docker runtime.
 PROCESS_ENGINES = frozenset({"gomgr"})
+# NOTE: engines that take SGLang's `--enable-metrics`; their /metrics tells the watch loop
+# of `gomgr apply` when an engine last served (idle unload). vLLM serves /metrics always.
+METRICS_FLAG_ENGINES = frozenset({"gomgr", "sglang"})
 
 
 @dataclass(frozen=True)
@@ -30,40 +36,62 @@ class StartPlan:
     served_name: str
     engine_args: tuple[str, ...]  # every engine flag but host and port
     env: tuple[tuple[str, str], ...]
+    container: ContainerSpec | None  # for the docker runtime
 
 
 def plan_start(
     repo_or_dir: str, model_dir: Path, requested_runtime: str, port: int | None,
-    served_name: str | None,
+    served_name: str | None, *, gpus: str = "auto", variant: str | None = None,
 ) -> StartPlan:
+    """`gpus`: "auto" (a container gets the GPUs NVML sees), "all" or "none"; `variant`: a
+    manifest name layered over the matched one."""
     try:
-        effective = resolve_manifest(repo_or_dir, architecture_of(model_dir))
+        effective = resolve_manifest(repo_or_dir, architecture_of(model_dir), variant=variant)
     except ManifestError as exc:
         raise StartBlocked(f"manifest: {exc.message}") from exc
     if served_name is not None:
         effective = dataclasses.replace(effective, served_name=served_name)
     report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, effective.context_length)
     runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
-    if blockers := report.blocking(runtime):
+    want_gpus = gpus == "all" or (gpus == "auto" and bool(report.gpus))
+    if blockers := report.blocking(runtime, gpus=want_gpus):
         raise StartBlocked(f"cannot start with the {runtime} runtime: {blockers[0].title}", _fixes(blockers[0]))
+    if runtime == "docker":
+        return _container_plan(effective, reason, want_gpus)
     if effective.engine not in PROCESS_ENGINES:
         raise StartBlocked(
             f"manifest {effective.name} runs the {effective.engine} engine, which only a container "
-            "runtime can run, and the docker runtime is not built yet"
+            "can run: start it with --runtime docker"
         )
     return StartPlan(
         runtime=runtime, reason=reason, served_name=effective.served_name,
-        engine_args=tuple(to_engine_flags(effective, model_dir)), env=tuple(effective.env.items()),
+        engine_args=_engine_args(effective, model_dir), env=tuple(effective.env.items()),
+        container=None,
     )
+
+
+def _container_plan(effective: EffectiveManifest, reason: str, gpus: bool) -> StartPlan:
+    container = ContainerSpec(
+        image=effective.image, shm_size=effective.shm_size, gpus=gpus,
+        entrypoint=CONTAINER_ENTRYPOINTS.get(effective.engine, ()),
+    )
+    where = "with --gpus all" if gpus else "on the CPU"
+    return StartPlan(
+        runtime="docker", reason=f"{reason}; image {container.image} {where}",
+        served_name=effective.served_name,
+        engine_args=_engine_args(effective, CONTAINER_MODEL_DIR),
+        env=tuple(effective.env.items()), container=container,
+    )
+
+
+def _engine_args(effective: EffectiveManifest, model_dir: Path | str) -> tuple[str, ...]:
+    metrics = ("--enable-metrics",) if effective.engine in METRICS_FLAG_ENGINES else ()
+    return (*to_engine_flags(effective, model_dir), *metrics)
 
 
 def _runtime(requested: str, suggested: str, why: str) -> tuple[str, str]:
     if requested != "auto":
         return requested, f"requested with --runtime {requested}"
-    if suggested not in runtime_names():
-        # NOTE: readiness may prefer docker on a GPU machine; until that runtime exists the
-        # process runtime runs the same engine there too.
-        return "process", f"docker runtime not built yet; readiness would pick docker: {why}"
     return suggested, why
 
 

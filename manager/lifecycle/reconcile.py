@@ -1,8 +1,11 @@
 """Make the records and the router match what actually runs.
 
 Run at the start of `gomgr ps`, `start` and `stop` (and by `gomgr router start`):
-- a record whose process is gone (crashed, killed, machine rebooted) is removed and its
-  route deregistered; its log is kept for the post-mortem;
+- a record whose process or container is gone (crashed, killed, machine rebooted) is
+  removed, its route deregistered and an exited container removed; its log is kept for the
+  post-mortem;
+- a healthy container of ours that has no record (a manager that lost its state dir) is
+  adopted from its labels;
 - when a router answers, every ready engine it does not list is registered again (a router
   that was restarted has forgotten them).
 """
@@ -11,11 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import httpx
+
 from manager.lifecycle.router_link import RouterLink
+from manager.runtimes.docker import DockerRuntime
 from manager.runtimes.registry import get_runtime
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
+
+HEALTH_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -24,6 +32,26 @@ class Reconciled:
     removed: tuple[EngineRecord, ...]  # found dead and cleaned up
     reregistered: tuple[str, ...]  # engine ids registered again with the router
     routed: frozenset[str] | None  # ids the router lists; None when no router answers
+
+
+def _adopt_containers(
+    paths: StatePaths, records: RecordStore, known: set[str]
+) -> list[EngineRecord]:
+    adopted = []
+    for handle in get_runtime(DockerRuntime.name, paths).list_running():
+        if handle.id in known or not _healthy(handle.spec.base_url):
+            continue
+        record = EngineRecord(handle, EngineState.READY)
+        records.save(record)
+        adopted.append(record)
+    return adopted
+
+
+def _healthy(base_url: str) -> bool:
+    try:
+        return httpx.get(f"{base_url}/health", timeout=HEALTH_TIMEOUT_S).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def reconcile(paths: StatePaths, router: RouterLink) -> Reconciled:
@@ -35,10 +63,12 @@ def reconcile(paths: StatePaths, router: RouterLink) -> Reconciled:
             live.append(record)
         else:
             removed.append(record)
+    live.extend(_adopt_containers(paths, records, {r.id for r in (*live, *removed)}))
     router_up = router.is_up()
     for record in removed:
         if router_up:
             router.deregister(record.id)
+        get_runtime(record.handle.runtime, paths).stop(record.handle)
         records.remove(record.id, keep_log=True)
     if not router_up:
         return Reconciled(tuple(live), tuple(removed), (), None)

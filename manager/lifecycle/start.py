@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import secrets
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from manager.lifecycle.errors import StartBlocked
 from manager.lifecycle.health_wait import wait_until_healthy
 from manager.lifecycle.planning import plan_start
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
 from manager.models.progress import Progress
 from manager.models.pull import resolve_model
-from manager.runtimes.base import ENGINE_HOST, EngineSpec
+from manager.runtimes.base import ENGINE_HOST, EngineSpec, RuntimeStartError
 from manager.runtimes.registry import get_runtime
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
@@ -28,6 +30,10 @@ class StartRequest:
     port: int | None  # the engine's port; None: a free one
     served_name: str | None  # None: the manifest's, else the repo id
     timeout_s: float
+    gpus: str = "auto"  # containers: "auto" (where NVML sees GPUs), "all" or "none"
+    aliases: tuple[str, ...] = ()
+    variant: str | None = None  # a manifest name layered over the matched one
+    labels: dict[str, str] = field(default_factory=dict)  # kept in the record (gomgr apply's)
 
 
 @dataclass(frozen=True)
@@ -43,22 +49,30 @@ def start_engine(
     router = RouterLink.from_paths(paths)
     reconcile(paths, router)
     model_dir = resolve_model(request.repo, progress=progress)
-    plan = plan_start(request.repo, model_dir, request.runtime, request.port, request.served_name)
+    plan = plan_start(
+        request.repo, model_dir, request.runtime, request.port, request.served_name,
+        gpus=request.gpus, variant=request.variant,
+    )
     announce(f"runtime: {plan.runtime} ({plan.reason})")
     spec = EngineSpec(
         id=_new_id(plan.served_name), repo=request.repo, model_dir=model_dir,
-        served_name=plan.served_name, port=request.port or _free_port(),
-        engine_args=plan.engine_args, env=plan.env,
+        served_name=plan.served_name, port=request.port or _free_port(), aliases=request.aliases,
+        engine_args=plan.engine_args, env=plan.env, container=plan.container,
     )
     runtime = get_runtime(plan.runtime, paths)
     records = RecordStore(paths)
     progress.step(f"Starting engine {spec.id} on {spec.base_url}")
-    handle = runtime.start(spec)
+    try:
+        handle = runtime.start(spec)
+    except RuntimeStartError as exc:
+        raise StartBlocked(exc.message, exc.fix) from exc
     registered = False
     try:
+        record = records.get(spec.id) or EngineRecord(handle, EngineState.STARTING)
+        record = dataclasses.replace(record, labels=dict(request.labels))
+        records.save(record)
         wait_until_healthy(runtime, handle, request.timeout_s)
         router.ensure()
-        record = records.get(spec.id) or EngineRecord(handle, EngineState.STARTING)
         router.register(record)
         registered = True
         record = records.set_state(record, EngineState.READY)

@@ -26,10 +26,15 @@ def stop_engines(paths: StatePaths, target: str | None) -> list[EngineRecord]:
     chosen = live if target is None else find_engines(live, target)
     if target is not None and not chosen:
         raise EngineNotFound(f"no running engine has the id or served name '{target}' (see gomgr ps)")
-    records = RecordStore(paths)
     for record in chosen:
-        record = records.set_state(record, EngineState.STOPPING)
-        router.deregister(record.id)
-        get_runtime(record.handle.runtime, paths).stop(record.handle)
-        records.remove(record.id, keep_log=False)
+        stop_record(record, paths, router)
     return chosen
+
+
+def stop_record(record: EngineRecord, paths: StatePaths, router: RouterLink) -> None:
+    """Deregister one engine, end it and remove its record and log."""
+    records = RecordStore(paths)
+    record = records.set_state(record, EngineState.STOPPING)
+    router.deregister(record.id)
+    get_runtime(record.handle.runtime, paths).stop(record.handle)
+    records.remove(record.id, keep_log=False)

@@ -9,3 +9,9 @@ DEFAULT_IMAGES = {
     "sglang": "lmsysorg/sglang:latest",
     "vllm": "vllm/vllm-openai:latest",
 }
+
+# NOTE: the command a container of each engine runs before the flags, where the image's own
+# entrypoint is not the server: ours and vLLM's are; the SGLang image's is a shell.
+CONTAINER_ENTRYPOINTS: dict[str, tuple[str, ...]] = {
+    "sglang": ("python3", "-m", "sglang.launch_server"),
+}

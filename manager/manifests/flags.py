@@ -22,11 +22,14 @@ def to_engine_flags(effective: EffectiveManifest, model_dir: Path | str) -> list
 
     "gomgr" and "sglang" take SGLang's names (`python -m engine.launch_server` and
     `python3 -m sglang.launch_server`); "vllm" takes vLLM's api_server names. Host and port
-    are the runtime's to add.
+    are the runtime's to add. `--trust-remote-code` always: a manifest chose the model.
     """
     if effective.engine == "vllm":
         return _vllm_flags(effective, str(model_dir))
-    flags = ["--model-path", str(model_dir), "--served-model-name", effective.served_name]
+    flags = [
+        "--model-path", str(model_dir), "--served-model-name", effective.served_name,
+        "--trust-remote-code",
+    ]
     if effective.context_length is not None:
         flags += ["--context-length", str(effective.context_length)]
     if effective.tool_call_parser is not None:
@@ -37,7 +40,7 @@ def to_engine_flags(effective: EffectiveManifest, model_dir: Path | str) -> list
 
 
 def _vllm_flags(effective: EffectiveManifest, model_dir: str) -> list[str]:
-    flags = ["--model", model_dir, "--served-model-name", effective.served_name]
+    flags = ["--model", model_dir, "--served-model-name", effective.served_name, "--trust-remote-code"]
     if effective.context_length is not None:
         flags += ["--max-model-len", str(effective.context_length)]
     if effective.tool_call_parser is not None:

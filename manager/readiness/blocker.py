@@ -11,9 +11,10 @@ from typing import Literal
 Severity = Literal["blocks", "warns"]
 
 # NOTE: the options a blocker can take away. "docker" and "process" are the runtimes of
-# `--runtime`; "gpu" is running the engine on an NVIDIA GPU (either runtime). A blocker that
-# stops every start (a taken port, a full disk) lists both runtimes.
-Option = Literal["docker", "process", "gpu"]
+# `--runtime`; "gpu" is running the engine on an NVIDIA GPU (either runtime); "docker-gpu" is
+# a container with `--gpus all`. A blocker that stops every start (a taken port, a full
+# disk) lists both runtimes.
+Option = Literal["docker", "process", "gpu", "docker-gpu"]
 
 EVERY_RUNTIME: tuple[Option, ...] = ("docker", "process")
 

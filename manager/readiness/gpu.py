@@ -16,6 +16,7 @@ class GpuInfo:
     name: str
     total_bytes: int
     free_bytes: int
+    utilization_percent: int | None = None  # busy time over NVML's last sample; None: unknown
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -59,12 +60,20 @@ class NvmlProbe(GpuProbe):
                 handle = pynvml.nvmlDeviceGetHandleByIndex(index)
                 memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
                 name = _text(pynvml.nvmlDeviceGetName(handle))
-                gpus.append(GpuInfo(index, name, int(memory.total), int(memory.free)))
+                busy = _utilization(handle)
+                gpus.append(GpuInfo(index, name, int(memory.total), int(memory.free), busy))
             return GpuSnapshot(tuple(gpus), driver, None)
         except pynvml.NVMLError as exc:
             return GpuSnapshot((), None, str(exc))
         finally:
             pynvml.nvmlShutdown()
+
+
+def _utilization(handle: object) -> int | None:
+    try:
+        return int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    except pynvml.NVMLError:  # NOTE: some GPUs (MIG slices, vGPUs) do not report it
+        return None
 
 
 def _text(value: str | bytes) -> str:
@@ -102,6 +111,6 @@ def check_gpus(snapshot: GpuSnapshot) -> tuple[Blocker, ...]:
                 "Without a GPU nothing is needed: gomgr uses the process runtime on the CPU.",
             ),
             severity="blocks",
-            blocks=("gpu", "docker"),
+            blocks=("gpu", "docker-gpu"),
         ),
     )

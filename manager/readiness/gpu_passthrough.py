@@ -49,6 +49,6 @@ def check_gpu_passthrough(info: Mapping[str, object], host: str) -> tuple[Blocke
                 "Check it with `docker info | grep -i nvidia`, then run `gomgr doctor` again.",
             ),
             severity="blocks",
-            blocks=("docker",),
+            blocks=("docker-gpu",),
         ),
     )

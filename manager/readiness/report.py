@@ -11,12 +11,13 @@ from manager.readiness.gpu import GpuInfo
 from manager.readiness.memory import MemoryEstimate
 from manager.readiness.weights import WeightsSize
 
-# NOTE: the docker runtime always runs engines with `--gpus all`, so it is blocked by
-# whatever blocks the GPU as well as by what blocks Docker itself.
+# NOTE: a container with `--gpus all` is blocked by whatever blocks the GPU and GPU
+# passthrough as well as by what blocks Docker itself; a CPU container only by the latter.
 _OPTIONS_OF_RUNTIME: dict[str, tuple[Option, ...]] = {
-    "docker": ("docker", "gpu"),
+    "docker": ("docker",),
     "process": ("process",),
 }
+_GPU_OPTIONS: tuple[Option, ...] = ("gpu", "docker-gpu")
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,14 @@ class ReadinessReport:
     port: int | None
     runtime_hint: tuple[str, str] | None  # choose_runtime's (runtime, reason)
 
-    def blocking(self, runtime: str) -> tuple[Blocker, ...]:
-        """The blockers that stop a start with `runtime` ("docker" or "process")."""
+    def blocking(self, runtime: str, gpus: bool | None = None) -> tuple[Blocker, ...]:
+        """The blockers that stop a start with `runtime` ("docker" or "process").
+
+        `gpus`: whether a container would get `--gpus all`; None means "where NVML sees GPUs".
+        """
         options = _OPTIONS_OF_RUNTIME[runtime]
+        if runtime == "docker" and (bool(self.gpus) if gpus is None else gpus):
+            options = options + _GPU_OPTIONS
         return tuple(b for b in self.blockers if any(b.blocks_option(o) for o in options))
 
     def default_runtime(self) -> str:

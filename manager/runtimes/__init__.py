@@ -1,1 +1,1 @@
-"""Runtimes run an engine somewhere (a local process; a container later) behind one interface."""
+"""Runtimes run an engine somewhere (a container, a local process) behind one interface."""

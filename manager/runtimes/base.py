@@ -14,6 +14,18 @@ ENGINE_HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True)
+class ContainerSpec:
+    """How a container runtime runs the engine: its image and the options of `docker run`."""
+
+    image: str
+    shm_size: str = "32g"
+    gpus: bool = False  # `--gpus all`
+    # NOTE: empty means the image's own entrypoint (ours and vLLM's); the upstream SGLang
+    # image needs `python3 -m sglang.launch_server` spelled out.
+    entrypoint: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EngineSpec:
     """What to run: one engine serving one model under one name."""
 
@@ -28,6 +40,7 @@ class EngineSpec:
     engine_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()  # extra environment (from the manifest)
     host: str = ENGINE_HOST
+    container: ContainerSpec | None = None  # set for container runtimes only
 
     @property
     def base_url(self) -> str:
@@ -49,6 +62,15 @@ class EngineHandle:
     @property
     def id(self) -> str:
         return self.spec.id
+
+
+class RuntimeStartError(Exception):
+    """The runtime refused to launch: one readable line, and what to do about it."""
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
 
 
 class Runtime(ABC):

@@ -1,14 +1,18 @@
-"""The built runtimes by name (`--runtime`); a docker runtime joins here when it exists."""
+"""The runtimes by name (`--runtime`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from manager.runtimes.base import Runtime
+from manager.runtimes.docker import DockerRuntime
 from manager.runtimes.process import ProcessRuntime
 from manager.state.paths import StatePaths
 
-_RUNTIMES: dict[str, Callable[[StatePaths], Runtime]] = {ProcessRuntime.name: ProcessRuntime}
+_RUNTIMES: dict[str, Callable[[StatePaths], Runtime]] = {
+    DockerRuntime.name: DockerRuntime,
+    ProcessRuntime.name: ProcessRuntime,
+}
 
 
 def runtime_names() -> list[str]:

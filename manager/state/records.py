@@ -6,11 +6,11 @@ import dataclasses
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from manager.runtimes.base import EngineHandle, EngineSpec
+from manager.runtimes.base import ContainerSpec, EngineHandle, EngineSpec
 from manager.state.machine import EngineState, transition
 from manager.state.paths import StatePaths
 
@@ -21,6 +21,9 @@ RECORD_VERSION = 1
 class EngineRecord:
     handle: EngineHandle
     state: EngineState
+    # NOTE: who manages the engine besides its starter, e.g. `gomgr apply`'s entry and spec
+    # hash (manager/lifecycle/desired_state.py); empty for an engine started by hand.
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -47,6 +50,8 @@ class EngineRecord:
             "log_path": str(self.handle.log_path),
             "started_at": self.handle.started_at,
             "extra": self.handle.extra,
+            "container": dataclasses.asdict(spec.container) if spec.container else None,
+            "labels": self.labels,
         }
 
     @classmethod
@@ -56,13 +61,23 @@ class EngineRecord:
             served_name=data["served_name"], port=int(data["port"]),
             aliases=tuple(data["aliases"]), engine_args=tuple(data["engine_args"]),
             env=tuple(dict(data.get("env", {})).items()), host=data["host"],
+            container=_container(data.get("container")),
         )
         handle = EngineHandle(
             spec=spec, runtime=data["runtime"], pid=int(data["pid"]),
             create_time=float(data["create_time"]), log_path=Path(data["log_path"]),
             started_at=float(data["started_at"]), extra=dict(data.get("extra", {})),
         )
-        return cls(handle, EngineState(data["state"]))
+        return cls(handle, EngineState(data["state"]), dict(data.get("labels", {})))
+
+
+def _container(data: dict[str, Any] | None) -> ContainerSpec | None:
+    if data is None:
+        return None
+    return ContainerSpec(
+        image=data["image"], shm_size=data["shm_size"], gpus=bool(data["gpus"]),
+        entrypoint=tuple(data["entrypoint"]),
+    )
 
 
 class RecordStore:

@@ -1,8 +1,7 @@
 """The real path: `gomgr start/ps/stop` with real engine processes and a background router.
 
-Everything lives in tmp dirs ($GOMGR_STATE_DIR, $GOMGR_ROUTER_TOKEN_FILE) on a free router
-port ($GOMGR_ROUTER_PORT); teardown ends, by pid, whatever the records and router.json name.
-Tests run in file order and share one engine until test_stop stops it.
+Everything lives in the isolated `env` of tests/manager/conftest.py. Tests run in file order
+and share one engine until test_stop stops it.
 """
 
 from __future__ import annotations
@@ -10,83 +9,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 import pytest
 from openai import OpenAI
 
-from manager.state.paths import StatePaths
 from manager.state.records import RecordStore
-from router.daemon import RouterDaemon
 from tests.conftest import SMOLLM2_REPO
-from tests.support.engine_process import free_port
+from tests.manager.conftest import Env
 
 pytestmark = pytest.mark.slow
-
-GOMGR = Path(sys.executable).parent / "gomgr"
-
-
-@dataclass(frozen=True)
-class Env:
-    vars: dict[str, str]
-    state: StatePaths
-    router_port: int
-
-    @property
-    def router_url(self) -> str:
-        return f"http://127.0.0.1:{self.router_port}"
-
-    def gomgr(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(GOMGR), *args], capture_output=True, text=True, env=self.vars, timeout=600, check=False,
-        )
-
-    def ps(self) -> list[dict[str, Any]]:
-        result = self.gomgr("ps", "--json")
-        assert result.returncode == 0, result.stderr
-        return list(json.loads(result.stdout))
-
-    def daemon(self) -> RouterDaemon:
-        return RouterDaemon(self.state.router_dir, "127.0.0.1", self.router_port,
-                            Path(self.vars["GOMGR_ROUTER_TOKEN_FILE"]))
-
-    def routed_models(self) -> list[str]:
-        reply = httpx.get(f"{self.router_url}/v1/models", timeout=5)
-        return [card["id"] for card in reply.json()["data"]]
-
-
-def _end_everything(env: Env) -> None:
-    for record in RecordStore(env.state).all():
-        try:
-            os.killpg(record.handle.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    env.daemon().stop()
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator[Env]:
-    root = tmp_path_factory.mktemp("lifecycle")
-    port = free_port()
-    variables = {
-        **os.environ,
-        "GOMGR_STATE_DIR": str(root / "state"),
-        "GOMGR_ROUTER_PORT": str(port),
-        "GOMGR_ROUTER_TOKEN_FILE": str(root / "router.token"),
-        # NOTE: the store that holds the session's SmolLM2, so the start pulls nothing.
-        "GOMGR_MODELS_DIR": str(smollm2_dir.parents[1]),
-    }
-    built = Env(variables, StatePaths(root / "state"), port)
-    yield built
-    _end_everything(built)
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,7 @@ def test_engine_parser_accepts_the_flags(
     assert args.context_length == effective.context_length
     assert args.tool_call_parser == effective.tool_call_parser
     assert args.reasoning_parser == effective.reasoning_parser
+    assert args.trust_remote_code is True
 
 
 def test_override_engine_args_reach_the_engine(smollm2_dir: Path, overrides_dir: Path) -> None:
@@ -45,7 +46,7 @@ def test_override_engine_args_reach_the_engine(smollm2_dir: Path, overrides_dir:
 def test_vllm_flags_use_vllms_spelling() -> None:
     effective = resolve_manifest("Qwen/Qwen3-8B", None, variant="vllm-upstream")
     assert to_engine_flags(effective, "/model") == [
-        "--model", "/model", "--served-model-name", "Qwen/Qwen3-8B",
+        "--model", "/model", "--served-model-name", "Qwen/Qwen3-8B", "--trust-remote-code",
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
         "--reasoning-parser", "qwen3",
     ]

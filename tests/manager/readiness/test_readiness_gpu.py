@@ -40,7 +40,7 @@ def test_real_nvml_reports_no_gpu_cleanly() -> None:
     (blocker,) = check_gpus(snapshot)
     assert blocker.id == "nvidia-gpu-missing"
     assert snapshot.error in blocker.title
-    assert blocker.blocks == ("gpu", "docker")
+    assert blocker.blocks == ("gpu", "docker-gpu")
 
 
 def start_report(

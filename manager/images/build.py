@@ -1,0 +1,94 @@
+"""`gomgr image build`: build the engine image for this machine (CUDA or CPU) and tag it."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+from docker.errors import APIError, DockerException
+
+from manager.images.build_context import stage_context
+from manager.images.errors import ImageError
+from manager.manifests.engines import DEFAULT_IMAGES
+
+DEFAULT_TAG = DEFAULT_IMAGES["gomgr"]
+GPU_BASE_IMAGE = "nvidia/cuda:12.8.1-runtime-ubuntu24.04"
+CPU_BASE_IMAGE = "python:3.11-slim-bookworm"
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+BUILD_TIMEOUT_S = 3600
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    tag: str
+    base_image: str
+    torch_wheel: Path | None  # installed instead of any index (offline builds)
+    torch_index_url: str | None  # None: PyPI (CUDA builds of torch on Linux x86_64)
+
+    @classmethod
+    def for_machine(
+        cls, gpu: bool, tag: str = DEFAULT_TAG, base_image: str | None = None,
+        torch_wheel: Path | None = None,
+    ) -> BuildOptions:
+        """A CUDA image where there is a GPU, else a CPU one; explicit choices win."""
+        base = base_image or (GPU_BASE_IMAGE if gpu else CPU_BASE_IMAGE)
+        index = None if gpu or torch_wheel is not None else CPU_TORCH_INDEX
+        return cls(tag, base, torch_wheel, index)
+
+    def build_args(self) -> dict[str, str]:
+        args = {"BASE_IMAGE": self.base_image}
+        if self.torch_index_url is not None:
+            args["TORCH_INDEX_URL"] = self.torch_index_url
+        return args
+
+
+def build_image(options: BuildOptions, on_line: Callable[[str], None]) -> str:
+    """Build and tag the image; `on_line` gets the build's output. Returns the image id."""
+    with tempfile.TemporaryDirectory(prefix="gomgr-image-") as tmp:
+        context = stage_context(Path(tmp), options.torch_wheel)
+        try:
+            # NOTE: from_env, not APIClient(): only from_env reads DOCKER_HOST.
+            client = docker.from_env(timeout=BUILD_TIMEOUT_S).api
+        except DockerException as exc:
+            raise ImageError(f"no Docker daemon to build with: {exc}", "Run `gomgr doctor`.") from exc
+        try:
+            stream = client.build(
+                path=str(context.path), tag=options.tag, buildargs=options.build_args(),
+                rm=True, forcerm=True, decode=True, labels={"gomgr.image": "engine"},
+            )
+            return _follow(stream, options, on_line)
+        except APIError as exc:
+            raise ImageError(f"docker refused the build: {exc.explanation or exc}") from exc
+        finally:
+            client.close()
+
+
+def _follow(stream: object, options: BuildOptions, on_line: Callable[[str], None]) -> str:
+    image_id = ""
+    for chunk in stream:  # type: ignore[attr-defined]
+        if "stream" in chunk:
+            for line in str(chunk["stream"]).splitlines():
+                if line.strip():
+                    on_line(line)
+        if "aux" in chunk and "ID" in chunk["aux"]:
+            image_id = str(chunk["aux"]["ID"])
+        if "error" in chunk:
+            raise ImageError(
+                f"the image build failed: {chunk['error'].strip()}",
+                _fix_for(str(chunk["error"]), options),
+            )
+    if not image_id:
+        raise ImageError("the image build ended without an image id from the daemon")
+    return image_id
+
+
+def _fix_for(error: str, options: BuildOptions) -> str:
+    if "pull access denied" in error or ("not found" in error and options.base_image in error):
+        return (
+            f"The base image {options.base_image} is not here and could not be pulled. Pull it "
+            "(`docker pull ...`) or pass a local one with --base."
+        )
+    return "The build's output above shows the step that failed."

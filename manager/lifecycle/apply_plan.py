@@ -1,0 +1,114 @@
+"""The diff between a desired-state file and the engines that run: what `gomgr apply` will do.
+
+Ownership: an engine `gomgr apply` started (or adopted) carries the entry's key and spec hash
+in its record's labels. Apply stops only such engines when their entry leaves the file.
+An engine started by hand (`gomgr start`) is never touched, unless it serves a name the
+file declares: then the file manages that name, so the engine is adopted when it matches
+the entry, and replaced when it does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from manager.lifecycle.desired_state import ENTRY_LABEL, SPEC_LABEL, DesiredEngine, DesiredState
+from manager.state.records import EngineRecord
+
+
+class Step(StrEnum):
+    STOP = "stop"
+    RESTART = "restart"
+    ADOPT = "adopt"
+    START = "start"
+    KEEP = "keep"
+
+
+_ORDER = list(Step)  # NOTE: stops first, so a restarted or new engine finds its port free
+
+
+@dataclass(frozen=True)
+class Action:
+    step: Step
+    key: str
+    reason: str
+    entry: DesiredEngine | None = None  # None for STOP
+    record: EngineRecord | None = None  # None for START
+
+    def describe(self) -> str:
+        target = self.key if self.record is None else f"{self.key} (engine {self.record.id})"
+        return f"{self.step} {target}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    actions: tuple[Action, ...]
+
+    @property
+    def changes(self) -> tuple[Action, ...]:
+        return tuple(a for a in self.actions if a.step is not Step.KEEP)
+
+    def lines(self) -> list[str]:
+        if not self.changes:
+            kept = len(self.actions)
+            return [f"nothing to do ({kept} engine{'' if kept == 1 else 's'} up to date)"]
+        return [action.describe() for action in self.actions]
+
+
+def owner_of(record: EngineRecord) -> str | None:
+    """The key of the entry that manages the engine; None for an engine started by hand."""
+    return record.labels.get(ENTRY_LABEL)
+
+
+def plan_apply(desired: DesiredState, live: Sequence[EngineRecord]) -> Plan:
+    """The actions that make `live` (records, oldest first) match `desired`."""
+    owned: dict[str, list[EngineRecord]] = {}
+    by_hand: list[EngineRecord] = []
+    for record in live:
+        key = owner_of(record)
+        if key is None:
+            by_hand.append(record)
+        else:
+            owned.setdefault(key, []).append(record)
+    actions: list[Action] = []
+    for key, records in owned.items():
+        if desired.get(key) is None:
+            actions += [Action(Step.STOP, key, "no longer in the file", record=r) for r in records]
+    for entry in desired.engines:
+        actions += _entry_actions(entry, owned.get(entry.key, []), by_hand)
+    return Plan(tuple(sorted(actions, key=lambda a: _ORDER.index(a.step))))
+
+
+def _entry_actions(
+    entry: DesiredEngine, mine: list[EngineRecord], by_hand: list[EngineRecord]
+) -> list[Action]:
+    if mine:
+        first, *extra = mine
+        actions = [
+            Action(Step.STOP, entry.key, "a second engine for one entry", record=r) for r in extra
+        ]
+        if first.labels.get(SPEC_LABEL) != entry.spec_hash:
+            return [*actions, Action(Step.RESTART, entry.key, "its spec changed", entry, first)]
+        return [*actions, Action(Step.KEEP, entry.key, "up to date", entry, first)]
+    named = [r for r in by_hand if r.handle.spec.served_name == entry.key]
+    if not named:
+        return [Action(Step.START, entry.key, f"{entry.repo} is not running", entry)]
+    record = named[0]
+    if matches(entry, record):
+        return [
+            Action(Step.ADOPT, entry.key, "started by hand and matches the file", entry, record)
+        ]
+    return [Action(Step.RESTART, entry.key, "started by hand with another spec", entry, record)]
+
+
+def matches(entry: DesiredEngine, record: EngineRecord) -> bool:
+    """Whether an engine started by hand runs what the entry asks for (a variant cannot be told)."""
+    spec = record.handle.spec
+    return (
+        spec.repo == entry.repo
+        and spec.aliases == entry.aliases
+        and entry.variant is None
+        and entry.runtime in ("auto", record.handle.runtime)
+        and entry.port in (None, spec.port)
+    )
