@@ -86,6 +86,22 @@ def test_kill_9_removes_the_route_and_ps_cleans_the_record(env: Env) -> None:
     assert RecordStore(env.state).get(record["id"]) is None
 
 
+def test_restart_gives_a_new_engine_on_the_same_port_and_name(env: Env) -> None:
+    first = json.loads(env.gomgr("start", SMOLLM2_REPO, "--json").stdout)
+    result = env.gomgr("restart", first["served_name"], "--json")
+    assert result.returncode == 0, result.stderr
+    second = json.loads(result.stdout)
+    assert second["id"] != first["id"]
+    assert (second["port"], second["served_name"], second["runtime"]) == (
+        first["port"], first["served_name"], first["runtime"]
+    )
+    assert not psutil.pid_exists(first["pid"]) or psutil.Process(first["pid"]).status() == psutil.STATUS_ZOMBIE
+    [row] = env.ps()
+    assert (row["id"], row["routed"]) == (second["id"], True)
+    assert env.gomgr("restart", "no-such-engine").returncode == 6
+    assert env.gomgr("stop", second["id"]).returncode == 0
+
+
 def test_a_failed_start_prints_the_engine_log_and_leaves_nothing_running(
     env: Env, tmp_path: Path
 ) -> None:

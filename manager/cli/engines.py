@@ -1,0 +1,179 @@
+"""`gomgr start / stop / restart / ps / logs / tui`: one engine's life, by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from manager.cli.completion import complete_engines, complete_repos
+from manager.cli.output import errors_as_one_line, print_table, progress
+from manager.lifecycle.errors import EngineNotFound
+from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
+from manager.lifecycle.reconcile import reconcile
+from manager.lifecycle.restart import restart_engine
+from manager.lifecycle.router_link import RouterLink
+from manager.lifecycle.start import Started, StartRequest, start_engine
+from manager.lifecycle.stop import find_engines, stop_engines
+from manager.lifecycle.watch_status import waiting_rows
+from manager.runtimes.registry import get_runtime
+from manager.state.paths import StatePaths
+
+
+class RuntimeChoice(StrEnum):
+    AUTO = "auto"
+    DOCKER = "docker"
+    PROCESS = "process"
+
+
+class GpusChoice(StrEnum):
+    AUTO = "auto"
+    ALL = "all"
+    NONE = "none"
+
+
+EngineTarget = Annotated[
+    str, typer.Argument(help="Engine id or served name.", autocompletion=complete_engines)
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+Timeout = Annotated[float, typer.Option(help="Seconds to wait for the engine's /health.")]
+
+
+def start(
+    repo: Annotated[
+        str, typer.Argument(help="Hugging Face repo id or model directory.", autocompletion=complete_repos)
+    ],
+    runtime: Annotated[
+        RuntimeChoice,
+        typer.Option(help="auto: docker where a container can reach a GPU, else process."),
+    ] = RuntimeChoice.AUTO,
+    gpus: Annotated[
+        GpusChoice,
+        typer.Option(help="docker runtime: `--gpus all` for the container; auto: when NVML sees GPUs."),
+    ] = GpusChoice.AUTO,
+    port: Annotated[int | None, typer.Option(help="The engine's port (default: a free one).")] = None,
+    served_model_name: Annotated[
+        str | None, typer.Option(help="Name clients use as `model` (default: the manifest's, else REPO).")
+    ] = None,
+    timeout: Timeout = DEFAULT_START_TIMEOUT_S,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
+) -> None:
+    """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
+    request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus.value)
+    # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
+    announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
+    with errors_as_one_line(), progress() as live:
+        started = start_engine(request, StatePaths.from_env(), live, announce)
+    _print_started(started, as_json)
+
+
+def restart(
+    target: EngineTarget, timeout: Timeout = DEFAULT_START_TIMEOUT_S, as_json: JsonFlag = False,
+) -> None:
+    """Stop one engine and start it again: same model, runtime, port, names and GPUs."""
+    announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
+    with errors_as_one_line(), progress() as live:
+        started = restart_engine(StatePaths.from_env(), target, live, announce, timeout)
+    _print_started(started, as_json)
+
+
+def _print_started(started: Started, as_json: bool) -> None:
+    record = started.record
+    if as_json:
+        typer.echo(json.dumps({**record.to_json(), "router_url": started.router_url}, indent=2))
+        return
+    spec = record.handle.spec
+    typer.echo(f"ready: {spec.served_name} (engine {record.id}, port {spec.port})")
+    typer.echo(f"point clients at {started.router_url}/v1 with model \"{spec.served_name}\" (any API key)")
+    typer.echo(f"stop it with: gomgr stop {record.id}")
+
+
+def stop(
+    target: Annotated[
+        str | None, typer.Argument(help="Engine id or served name.", autocompletion=complete_engines)
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Stop every engine.")] = False,
+) -> None:
+    """Deregister and stop engines (SIGTERM, then SIGKILL after 15 s)."""
+    if (target is None) == (not all_):
+        typer.echo("error: give an engine id or served name, or --all", err=True)
+        raise typer.Exit(2)
+    with errors_as_one_line():
+        stopped = stop_engines(StatePaths.from_env(), None if all_ else target)
+    for record in stopped:
+        typer.echo(f"stopped {record.id} ({record.handle.spec.served_name})")
+    if not stopped:
+        typer.echo("no engines running")
+
+
+def ps(as_json: JsonFlag = False) -> None:
+    """List engines with their state; cleans up crashed ones and re-registers with a restarted router."""
+    paths = StatePaths.from_env()
+    with errors_as_one_line():
+        found = reconcile(paths, RouterLink.from_paths(paths))
+    for record in found.removed:
+        typer.echo(f"engine {record.id} had exited; removed it (log: {record.handle.log_path})", err=True)
+    now = time.time()
+    rows = [
+        {**r.to_json(), "uptime_s": round(now - r.handle.started_at, 1),
+         "routed": None if found.routed is None else r.id in found.routed}
+        for r in found.live
+    ] + waiting_rows(paths, now)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo("no engines running")
+        return
+    table = Table("ID", "NAME", "STATE", "RUNTIME", "PORT", "PID", "UPTIME", "ROUTED", box=None)
+    for row in rows:
+        routed = "?" if row["routed"] is None else ("yes" if row["routed"] else "no")
+        state = str(row["state"])
+        if row.get("retry_in_s") is not None:
+            state = f"{state} {math.ceil(float(row['retry_in_s']))}s"  # e.g. "backoff 4s"
+        uptime = "-" if row["uptime_s"] is None else f"{int(row['uptime_s'])}s"
+        table.add_row(
+            str(row["id"] or "-"), str(row["served_name"]), state, str(row["runtime"] or "-"),
+            str(row["port"] or "-"), str(row["pid"] or "-"), uptime, routed,
+        )
+    print_table(table)
+
+
+def logs(
+    target: EngineTarget,
+    lines: Annotated[int, typer.Option("-n", "--lines", help="How many last lines.")] = 100,
+    follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing new lines.")] = False,
+) -> None:
+    """Print an engine's log (its stdout and stderr)."""
+    paths = StatePaths.from_env()
+    with errors_as_one_line():
+        live = list(reconcile(paths, RouterLink.from_paths(paths)).live)
+        matches = find_engines(live, target)
+        if len(matches) != 1:
+            raise EngineNotFound(
+                f"no running engine has the id or served name '{target}'" if not matches
+                else f"'{target}' names {len(matches)} engines; give an id (see gomgr ps)"
+            )
+    handle = matches[0].handle
+    runtime = get_runtime(handle.runtime, paths)
+    for line in runtime.logs(handle, lines):
+        typer.echo(line)
+    if follow:
+        try:
+            for line in runtime.follow(handle):
+                typer.echo(line)
+        except KeyboardInterrupt:
+            return
+
+
+def tui() -> None:
+    """Open the dashboard: engines, hardware, readiness and logs; start and stop by key."""
+    # NOTE: imported here so other commands do not pay for Textual at start-up.
+    from manager.tui.app import run_dashboard
+
+    run_dashboard()

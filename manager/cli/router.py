@@ -1,0 +1,95 @@
+"""`gomgr router serve / start / status / stop`: the local OpenAI-compatible router."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from manager.cli.output import errors_as_one_line
+from manager.lifecycle.reconcile import reconcile
+from manager.lifecycle.router_link import RouterLink
+from manager.state.paths import StatePaths
+
+router_app = typer.Typer(
+    help="The local OpenAI-compatible router in front of the engines.", no_args_is_help=True
+)
+
+
+@router_app.command("serve")
+def router_serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for the OpenAI, Anthropic and Ollama routes.")] = 8000,
+    ollama_port: Annotated[
+        int | None, typer.Option(help="Also listen here, e.g. 11434 for Ollama clients.")
+    ] = None,
+    admin_token_file: Annotated[
+        Path | None,
+        typer.Option(help="Admin token file (0600; created if absent). Default: "
+                     "$GOMGR_ROUTER_TOKEN_FILE, else ${XDG_STATE_HOME:-~/.local/state}/gomgr/router.token."),
+    ] = None,
+    api_key: Annotated[
+        list[str] | None, typer.Option(help="A client API key (repeatable); none: no key needed.")
+    ] = None,
+    cors_origin: Annotated[
+        list[str] | None, typer.Option(help="An allowed CORS origin, or * (repeatable).")
+    ] = None,
+) -> None:
+    """Run the router in the foreground until Ctrl-C."""
+    # NOTE: imported here so other commands do not pay for FastAPI and uvicorn at start-up.
+    from router.app import serve
+    from router.config import RouterConfig
+
+    serve(RouterConfig(
+        host=host, port=port, ollama_port=ollama_port, admin_token_file=admin_token_file,
+        api_keys=tuple(api_key or ()), cors_origins=tuple(cors_origin or ()),
+    ))
+
+
+@router_app.command("start")
+def router_start() -> None:
+    """Start the router in the background (127.0.0.1:$GOMGR_ROUTER_PORT, default 8000) and
+    register every running engine with it again."""
+    paths = StatePaths.from_env()
+    link = RouterLink.from_paths(paths)
+    with errors_as_one_line():
+        started = link.ensure()
+        found = reconcile(paths, link)
+    typer.echo(f"router {'started' if started else 'already running'} at {link.url}"
+               f" ({len(found.reregistered)} engine(s) registered again)")
+
+
+@router_app.command("status")
+def router_status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Whether a router answers at 127.0.0.1:$GOMGR_ROUTER_PORT, who runs it, and its engines.
+    Exit 0 when it answers, 1 when not."""
+    link = RouterLink.from_paths(StatePaths.from_env())
+    background = link.daemon.running()
+    up = link.is_up()
+    with errors_as_one_line():
+        backends = sorted(link.backend_ids()) if up else []
+    if as_json:
+        typer.echo(json.dumps({
+            "url": link.url, "up": up, "background_pid": background.pid if background else None,
+            "log_path": background.log_path if background else None, "backends": backends,
+        }, indent=2))
+    elif not up:
+        typer.echo(f"no router answers at {link.url} (start one with `gomgr router start`)")
+    else:
+        owner = f"background pid {background.pid}, log {background.log_path}" if background else (
+            "not started by gomgr (e.g. `gomgr router serve`)"
+        )
+        typer.echo(f"router up at {link.url} ({owner}); {len(backends)} engine(s): {', '.join(backends) or '-'}")
+    raise typer.Exit(0 if up else 1)
+
+
+@router_app.command("stop")
+def router_stop() -> None:
+    """Stop the background router that `gomgr start` or `gomgr router start` started."""
+    link = RouterLink.from_paths(StatePaths.from_env())
+    stopped = link.daemon.stop()
+    typer.echo(f"router at {link.url} stopped" if stopped else "no background router of gomgr runs")

@@ -1,0 +1,45 @@
+"""`gomgr restart` (and the TUI's `r`): stop one engine and start it again as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from manager.lifecycle.errors import EngineNotFound
+from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
+from manager.lifecycle.reconcile import reconcile
+from manager.lifecycle.router_link import RouterLink
+from manager.lifecycle.start import Started, StartRequest, start_engine
+from manager.lifecycle.stop import find_engines, stop_record
+from manager.models.progress import Progress
+from manager.state.paths import StatePaths
+from manager.state.records import EngineRecord
+
+
+def restart_request(record: EngineRecord, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> StartRequest:
+    """The start that gives `record`'s engine back: same model, runtime, port, names, GPUs
+    and labels (so `gomgr apply` still owns an engine it started). The manifest is read
+    anew, as with a stop and a start."""
+    spec = record.handle.spec
+    gpus = "auto" if spec.container is None else ("all" if spec.container.gpus else "none")
+    return StartRequest(
+        spec.repo, record.handle.runtime, spec.port, spec.served_name, timeout_s, gpus=gpus,
+        aliases=spec.aliases, labels=dict(record.labels),
+    )
+
+
+def restart_engine(
+    paths: StatePaths, target: str, progress: Progress, announce: Callable[[str], None],
+    timeout_s: float = DEFAULT_START_TIMEOUT_S,
+) -> Started:
+    router = RouterLink.from_paths(paths)
+    chosen = find_engines(list(reconcile(paths, router).live), target)
+    if not chosen:
+        raise EngineNotFound(f"no running engine has the id or served name '{target}' (see gomgr ps)")
+    if len(chosen) > 1:
+        ids = ", ".join(r.id for r in chosen)
+        raise EngineNotFound(f"'{target}' names {len(chosen)} engines ({ids}): give one id")
+    [record] = chosen
+    request = restart_request(record, timeout_s)
+    progress.step(f"Stopping engine {record.id}")
+    stop_record(record, paths, router)
+    return start_engine(request, paths, progress, announce)

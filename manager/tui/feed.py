@@ -1,0 +1,83 @@
+"""Where the dashboard's engine data comes from: records on disk, the router, the engines."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+
+from manager.lifecycle.router_link import RouterLink
+from manager.runtimes.base import Runtime
+from manager.runtimes.registry import get_runtime
+from manager.state.paths import StatePaths
+from manager.state.records import EngineRecord, RecordStore
+from manager.tui.metrics import MetricsSample, NoMetrics, sample_metrics, sample_server_info
+from manager.tui.router_view import RouterView, follow_router
+
+SAMPLE_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class LiveRecord:
+    record: EngineRecord
+    alive: bool  # its process (or container) still runs
+
+
+class EngineFeed(ABC):
+    @abstractmethod
+    def records(self) -> tuple[LiveRecord, ...]:
+        """The engines the manager knows of (oldest first); called every second, in a thread
+        (a container runtime asks its daemon whether each one runs)."""
+
+    @abstractmethod
+    def runtime(self, name: str) -> Runtime:
+        """The runtime an engine runs in, e.g. to read its log."""
+
+    @abstractmethod
+    def router_views(self) -> AsyncIterator[RouterView]:
+        """The router's view, anew on each change."""
+
+    @abstractmethod
+    async def sample(self, record: EngineRecord) -> MetricsSample:
+        """One engine's load now (one request to it)."""
+
+    async def close(self) -> None:
+        """Release connections."""
+
+
+class LiveFeed(EngineFeed):
+    def __init__(self, paths: StatePaths) -> None:
+        self._paths = paths
+        self._router = RouterLink.from_paths(paths)
+        self._client = httpx.AsyncClient(timeout=SAMPLE_TIMEOUT_S)
+        self._without_metrics: set[str] = set()  # engine ids whose /metrics is a 404
+        self._runtimes: dict[str, Runtime] = {}
+
+    def records(self) -> tuple[LiveRecord, ...]:
+        return tuple(
+            LiveRecord(r, self.runtime(r.handle.runtime).is_alive(r.handle))
+            for r in RecordStore(self._paths).all()
+        )
+
+    def runtime(self, name: str) -> Runtime:
+        # NOTE: kept, so a container runtime's daemon client is made once, not every second.
+        if name not in self._runtimes:
+            self._runtimes[name] = get_runtime(name, self._paths)
+        return self._runtimes[name]
+
+    def router_views(self) -> AsyncIterator[RouterView]:
+        return follow_router(self._router.url, self._router.daemon.token_file)
+
+    async def sample(self, record: EngineRecord) -> MetricsSample:
+        base_url = record.handle.spec.base_url
+        if record.id not in self._without_metrics:
+            try:
+                return await sample_metrics(self._client, base_url)
+            except NoMetrics:
+                self._without_metrics.add(record.id)
+        return await sample_server_info(self._client, base_url)
+
+    async def close(self) -> None:
+        await self._client.aclose()
