@@ -5,8 +5,12 @@
 One deterministic echo upstream (tests/router/echo_server.py), reached three ways: directly,
 through our router, and through the LiteLLM proxy (a real peer, installed by this script
 into bench/.venv-litellm on first run). Latency: sequential tiny non-streaming chat requests
-over one keep-alive connection, rounds interleaved so machine noise hits all three; "added"
-is a percentile minus direct's. Rate: one stream of `--chunks` SSE chunks, chunks/s.
+over one keep-alive connection per target; each proxy takes turns with direct access,
+request by request, so machine noise hits both alike, and "added" is a percentile of the
+proxy's minus the same percentile of the direct requests taken in turn with it. The proxies
+are measured in alternating blocks (`ROUNDS` each), so LiteLLM's background work does not
+land on the router's turns. Rate: one stream of `--chunks` SSE chunks, chunks/s, in
+`ROUNDS` parts.
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ def ensure_litellm() -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(LITELLM_VENV)], check=True)
         # NOTE: keeps the venv out of git without touching the repository's .gitignore.
         (LITELLM_VENV / ".gitignore").write_text("*\n")
-        subprocess.run([str(LITELLM_VENV / "bin" / "pip"), "install", "-q", LITELLM_SPEC], check=True)
+        subprocess.run(
+            [str(LITELLM_VENV / "bin" / "pip"), "install", "-q", LITELLM_SPEC], check=True
+        )
     return exe
 
 
@@ -69,30 +75,44 @@ def litellm_proxy(echo: Proc, log_dir: Path) -> Iterator[Proc]:
     port = free_port()
     # NOTE: a local cost map: otherwise LiteLLM fetches one from GitHub at import.
     os.environ.update(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR")
-    command = [str(ensure_litellm()), "--config", str(config), "--port", str(port), "--host", "127.0.0.1",
-               "--num_workers", "1"]
-    proc = start(command, port, log_dir / "litellm.log", ready_path="/health/liveliness", timeout_s=240)
+    command = [
+        str(ensure_litellm()),
+        "--config",
+        str(config),
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--num_workers",
+        "1",
+    ]
+    proc = start(
+        command, port, log_dir / "litellm.log", ready_path="/health/liveliness", timeout_s=240
+    )
     try:
         yield proc
     finally:
         stop(proc)
 
 
-def _latencies(client: httpx.Client, url: str, n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        started = time.perf_counter()
-        reply = client.post(url, json=BODY)
-        out.append(time.perf_counter() - started)
-        if reply.status_code != 200:
-            raise RuntimeError(f"{url}: {reply.status_code} {reply.text[:200]}")
-    return out
+def _latency(client: httpx.Client, url: str) -> float:
+    started = time.perf_counter()
+    reply = client.post(url, json=BODY)
+    elapsed = time.perf_counter() - started
+    if reply.status_code != 200:
+        raise RuntimeError(f"{url}: {reply.status_code} {reply.text[:200]}")
+    return elapsed
 
 
 def _stream_rate(client: httpx.Client, url: str, chunks: int) -> float:
     # NOTE: distinct words: LiteLLM aborts a stream that repeats one chunk 100 times.
     words = " ".join(f"w{i}" for i in range(chunks))
-    body = {**BODY, "stream": True, "max_tokens": chunks, "messages": [{"role": "user", "content": words}]}
+    body = {
+        **BODY,
+        "stream": True,
+        "max_tokens": chunks,
+        "messages": [{"role": "user", "content": words}],
+    }
     started = time.perf_counter()
     with client.stream("POST", url, json=body) as reply:
         lines = [line for line in reply.iter_lines() if line.startswith("data: ")]
@@ -109,6 +129,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run(requests: int = 2000, chunks: int = 5000) -> dict[str, Any]:
+    # NOTE: recorded with the results: on a shared machine it says how far to trust them.
+    load_at_start = os.getloadavg()[0]
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         log_dir = Path(tmp)
         echo = start_echo(log_dir, MODEL)
@@ -123,32 +145,48 @@ def run(requests: int = 2000, chunks: int = 5000) -> dict[str, Any]:
         except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
             # NOTE: recorded in the table (its last log line says why), so ours still reports.
             litellm_error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"
-        lat: dict[str, list[float]] = {name: [] for name in targets}
+        # NOTE: per proxy: its latencies, and those of the direct requests taken in turn with it
+        paired: dict[str, list[float]] = {name: [] for name in targets if name != "direct"}
+        lat: dict[str, list[float]] = {name: [] for name in paired}
         rate: dict[str, list[float]] = {name: [] for name in targets}
         with httpx.Client(timeout=60, headers={"authorization": f"Bearer {LITELLM_KEY}"}) as client:
-            for name, base in targets.items():  # NOTE: warm-up: connections, imports, caches
-                _latencies(client, f"{base}/v1/chat/completions", 50)
+            urls = {name: f"{base}/v1/chat/completions" for name, base in targets.items()}
+            for url in urls.values():  # NOTE: warm-up: connections, imports, caches
+                for _ in range(50):
+                    _latency(client, url)
             for _ in range(ROUNDS):
-                for name, base in targets.items():
-                    url = f"{base}/v1/chat/completions"
-                    lat[name] += _latencies(client, url, requests // ROUNDS)
+                for name, direct in paired.items():
+                    for _ in range(requests // ROUNDS):
+                        direct.append(_latency(client, urls["direct"]))
+                        lat[name].append(_latency(client, urls[name]))
+                for name, url in urls.items():
                     rate[name].append(_stream_rate(client, url, chunks // ROUNDS))
-    rows = {}
-    for name in targets:
+    rows: dict[str, dict[str, Any]] = {}
+    for i, (name, direct) in enumerate(paired.items()):
+        # NOTE: the direct stream rate is shown once, on the first baseline row.
+        direct_rate = statistics.median(rate["direct"]) if i == 0 else None
+        rows[f"direct, in turns with {name}"] = {
+            "p50_ms": _pct(direct, 50),
+            "p99_ms": _pct(direct, 99),
+            "chunks_per_s": direct_rate,
+        }
         rows[name] = {
-            "p50_ms": _pct(lat[name], 50), "p99_ms": _pct(lat[name], 99),
+            "p50_ms": _pct(lat[name], 50),
+            "p99_ms": _pct(lat[name], 99),
+            "added_p50_ms": _pct(lat[name], 50) - _pct(direct, 50),
+            "added_p99_ms": _pct(lat[name], 99) - _pct(direct, 99),
             "chunks_per_s": statistics.median(rate[name]),
         }
-    for name, row in rows.items():
-        row["added_p50_ms"] = row["p50_ms"] - rows["direct"]["p50_ms"]
-        row["added_p99_ms"] = row["p99_ms"] - rows["direct"]["p99_ms"]
     return {
         "rows": rows,
         "litellm_error": litellm_error,
         "requests": requests,
         "chunks": chunks,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "machine": (
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()}, load average "
+            f"{load_at_start:.1f} at start and {os.getloadavg()[0]:.1f} at the end"
+        ),
         "command": f"python -m bench.router_overhead --requests {requests} --chunks {chunks}",
     }
 
@@ -159,10 +197,13 @@ def markdown_table(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for name, r in result["rows"].items():
-        added = "— | —" if name == "direct" else f"{r['added_p50_ms']:.3f} | {r['added_p99_ms']:.3f}"
-        lines.append(
-            f"| {name} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {added} | {r['chunks_per_s']:,.0f} |"
+        added = (
+            "— | —"
+            if "added_p50_ms" not in r
+            else f"{r['added_p50_ms']:.3f} | {r['added_p99_ms']:.3f}"
         )
+        sse = "—" if r["chunks_per_s"] is None else f"{r['chunks_per_s']:,.0f}"
+        lines.append(f"| {name} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {added} | {sse} |")
     rows = result["rows"]
     if result["litellm_error"]:
         lines.append(f"| LiteLLM proxy | not run: {result['litellm_error']} | | | | |")

@@ -35,7 +35,8 @@ class BackendIn(BaseModel):
     owned_by: str | None = None  # None: taken from the backend's /v1/models once it is ready
     max_model_len: Annotated[int, Field(gt=0)] | None = None
     capabilities: list[str] = ["chat", "completion"]
-    api_key: str | None = None
+    # NOTE: sent upstream in a header as given, so only visible ASCII (no CR/LF to inject headers).
+    api_key: Annotated[str, Field(pattern=r"^[\x21-\x7e]{1,4096}$")] | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -81,7 +82,10 @@ class EventStream(Response):
 
         async def stream() -> None:
             events = self._registry.events()
-            snapshot = {"type": "snapshot", "backends": [b.public() for b in self._registry.backends()]}
+            snapshot = {
+                "type": "snapshot",
+                "backends": [b.public() for b in self._registry.backends()],
+            }
             await send(_sse(snapshot))
             async for event in events:
                 await send(_sse(event.as_dict()))
@@ -99,7 +103,9 @@ def admin_router(token: str, registry: Registry, monitor: HealthMonitor) -> APIR
     def require_token(request: Request) -> None:
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip(), token):
-            raise unauthorized("the admin API needs 'Authorization: Bearer <token from the router token file>'")
+            raise unauthorized(
+                "the admin API needs 'Authorization: Bearer <token from the router token file>'"
+            )
 
     router = APIRouter(prefix="/admin", dependencies=[Depends(require_token)])
 
@@ -118,7 +124,9 @@ def admin_router(token: str, registry: Registry, monitor: HealthMonitor) -> APIR
         try:
             await probe(monitor.client, backend)
         except Unreachable as exc:
-            raise RouterError(422, f"nothing listens at {backend.base_url}: {exc}", param="base_url") from exc
+            raise RouterError(
+                422, f"nothing listens at {backend.base_url}: {exc}", param="base_url"
+            ) from exc
         registry.register(backend)
         await monitor.check(backend.id)
         current = registry.get(backend.id)
@@ -143,4 +151,3 @@ def admin_router(token: str, registry: Registry, monitor: HealthMonitor) -> APIR
         return EventStream(registry)
 
     return router
-

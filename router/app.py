@@ -12,10 +12,14 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from router.admin import admin_router
+from router.api_keys import ApiKeys
 from router.client_routes import ClientRoutes
 from router.config import RouterConfig, load_or_create_token
+from router.dispatch import DISPATCHED, Dispatch
 from router.errors import (
     RouterError,
     http_error_handler,
@@ -24,18 +28,41 @@ from router.errors import (
 )
 from router.health import HealthMonitor
 from router.metrics import RouterMetrics
-from router.proxy import upstream_client
+from router.ollama_routes import OllamaRoutes
+from router.proxy import Proxy
 from router.registry import Registry
+from router.upstream import UpstreamPool
 
 logger = logging.getLogger(__name__)
 
 
-def create_app(config: RouterConfig) -> FastAPI:
+class FrontDoor:
+    """The ASGI app uvicorn runs: dispatched POSTs straight to `Dispatch`, the rest to FastAPI.
+
+    NOTE: FastAPI's stack (error, telemetry, body-limit, exception and exit-stack middleware,
+    then routing) cost more per request than the proxying itself; the dispatched routes stay
+    registered in FastAPI too, so their other methods still get its 405.
+    """
+
+    def __init__(self, dispatch: Dispatch, api: FastAPI) -> None:
+        self._dispatch = dispatch
+        self._api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in DISPATCHED:
+            await self._dispatch(scope, receive, send)
+        else:
+            await self._api(scope, receive, send)
+
+
+def create_app(config: RouterConfig) -> ASGIApp:
     token = load_or_create_token(config.token_path())
     registry = Registry()
     metrics = RouterMetrics()
-    client = upstream_client(config.connect_timeout_s)
+    pool = UpstreamPool(config.connect_timeout_s)
     monitor = HealthMonitor(registry, config.health_interval_s, config.health_timeout_s)
+    api_keys = ApiKeys(config.api_keys)
+    dispatch = Dispatch(registry, Proxy(pool, registry, metrics), api_keys, config.max_body_bytes)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -45,19 +72,26 @@ def create_app(config: RouterConfig) -> FastAPI:
         finally:
             registry.close()
             await monitor.stop()
-            await client.aclose()
+            pool.close()
 
-    app = FastAPI(title="gomgr router", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.registry = registry
-    app.include_router(admin_router(token, registry, monitor))
-    app.router.routes.extend(ClientRoutes(registry, client, metrics, config.api_keys, config.max_body_bytes).routes())
-    app.add_exception_handler(RouterError, router_error_handler)
-    app.add_exception_handler(HTTPException, http_error_handler)
-    app.add_exception_handler(RequestValidationError, validation_error_handler)
+    api = FastAPI(
+        title="gomgr router", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
+    api.include_router(admin_router(token, registry, monitor))
+    api.router.routes.extend(Route(path, dispatch, methods=["POST"]) for path in DISPATCHED)
+    api.router.routes.extend(ClientRoutes(registry, metrics, api_keys).routes())
+    api.router.routes.extend(OllamaRoutes(registry, api_keys).routes())
+    api.add_exception_handler(RouterError, router_error_handler)
+    api.add_exception_handler(HTTPException, http_error_handler)
+    api.add_exception_handler(RequestValidationError, validation_error_handler)
+    app: ASGIApp = FrontDoor(dispatch, api)
     if config.cors_origins:
-        app.add_middleware(
-            CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["*"],
-            allow_headers=["*"], allow_credentials="*" not in config.cors_origins,
+        app = CORSMiddleware(
+            app,
+            allow_origins=list(config.cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            allow_credentials="*" not in config.cors_origins,
         )
     return app
 
@@ -65,7 +99,12 @@ def create_app(config: RouterConfig) -> FastAPI:
 def _listen(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        # NOTE: one line, exit status 1, before anything serves: nothing is left running.
+        raise SystemExit(f"error: cannot listen on {host}:{port}: {exc.strerror}") from exc
     sock.set_inheritable(True)
     return sock
 
@@ -77,8 +116,18 @@ def serve(config: RouterConfig, log_level: str = "info") -> None:
     # NOTE: one server on both sockets, so both ports share one registry and one lifespan.
     ports = [config.port, *([config.ollama_port] if config.ollama_port else [])]
     sockets = [_listen(config.host, port) for port in ports]
-    server = uvicorn.Server(uvicorn.Config(
-        app, host=config.host, port=config.port, loop="uvloop", log_level=log_level,
-        access_log=False, timeout_graceful_shutdown=5,
-    ))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=config.host,
+            port=config.port,
+            loop="uvloop",
+            log_level=log_level,
+            access_log=False,
+            timeout_graceful_shutdown=5,
+            http="httptools",
+            # NOTE: the router reads no client addresses; X-Forwarded-* parsing per request is waste.
+            proxy_headers=False,
+        )
+    )
     server.run(sockets=sockets)

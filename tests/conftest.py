@@ -7,6 +7,13 @@ from pathlib import Path
 import pytest
 
 SMOLLM2_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
+# NOTE: marks of tests whose one-time installs (the engine image, Open WebUI) CI runs in the
+# background (tests/support/provision.py); they run last so those installs overlap the rest.
+PROVISIONED_LAST = ("docker", "chat_ui")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: any(item.get_closest_marker(m) for m in PROVISIONED_LAST))
 
 
 @pytest.fixture(scope="session")

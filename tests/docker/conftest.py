@@ -18,7 +18,6 @@ from typing import Any
 import docker
 import httpx
 import pytest
-import torch
 from docker import DockerClient
 from docker.errors import DockerException
 
@@ -26,14 +25,11 @@ from manager.images.build import DEFAULT_TAG
 from manager.runtimes.docker import LABEL_STATE_ROOT
 from manager.state.paths import StatePaths
 from router.daemon import RouterDaemon
+from tests.docker.engine_image import build_cpu_engine_image
 from tests.support.engine_process import free_port
 
 GOMGR = Path(sys.executable).parent / "gomgr"
 REQUIRE_ENV = "GOMGR_REQUIRE_DOCKER"
-BASE_IMAGE = os.environ.get("GOMGR_BASE_IMAGE", "gomgr-base/python:3.11-bookworm")
-# NOTE: where this machine kind keeps the CPU torch wheel pip installs from (pip's
-# find-links); $GOMGR_TORCH_WHEEL names another.
-WHEEL_DIR = Path("/opt/wheels")
 
 
 @pytest.fixture(scope="session")
@@ -50,22 +46,10 @@ def docker_client() -> Iterator[DockerClient]:
     client.close()
 
 
-def cpu_torch_wheel() -> Path | None:
-    if explicit := os.environ.get("GOMGR_TORCH_WHEEL"):
-        return Path(explicit)
-    found = sorted(WHEEL_DIR.glob(f"torch-{torch.__version__}-cp3{sys.version_info.minor}-*.whl"))
-    return found[0] if found else None
-
-
 @pytest.fixture(scope="session")
 def engine_image(docker_client: DockerClient) -> str:
     """gomgr-engine:latest, built by the real `gomgr image build` (layer cache: fast again)."""
-    args = ["image", "build", "--cpu", "--quiet", "--base", BASE_IMAGE]
-    if wheel := cpu_torch_wheel():
-        args += ["--torch-wheel", str(wheel)]
-    result = subprocess.run(
-        [str(GOMGR), *args], capture_output=True, text=True, timeout=1800, check=False
-    )
+    result = build_cpu_engine_image()
     assert result.returncode == 0, result.stderr[-4000:]
     return DEFAULT_TAG
 

@@ -12,7 +12,8 @@ from docker import DockerClient
 from manager.runtimes.base import ContainerSpec, EngineSpec, RuntimeStartError
 from manager.runtimes.docker import DockerRuntime
 from tests.conftest import SMOLLM2_REPO
-from tests.docker.conftest import BASE_IMAGE, DockerEnv
+from tests.docker.conftest import DockerEnv
+from tests.docker.engine_image import BASE_IMAGE
 from tests.support.engine_process import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]

@@ -5,7 +5,8 @@
 /v1/chat/completions answers with the last user message; streamed, one chunk per word
 (`max_tokens` chunks if set, cycling the words), with fixed id and created, so two runs
 give identical bytes. Header `x-echo-delay-ms` sleeps between chunks. /stats counts
-streams that finished and streams whose client went away.
+streams that finished and streams whose client went away, and shows the credentials
+(`authorization`, `x-api-key`) of the last chat request.
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ CREATED = 1700000000
 
 
 def build_app(model: str, health_status: int) -> Starlette:
-    stats = {"completed": 0, "cancelled": 0, "open": 0}
+    stats: dict[str, Any] = {"completed": 0, "cancelled": 0, "open": 0, "credentials": {}}
 
     def chunk(content: str | None, finish: str | None) -> bytes:
         delta = {} if content is None else {"content": content}
         body = {
-            "id": "chatcmpl-echo", "object": "chat.completion.chunk", "created": CREATED,
-            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "id": "chatcmpl-echo",
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
         return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
@@ -53,18 +57,41 @@ def build_app(model: str, health_status: int) -> Starlette:
 
     async def chat(request: Request) -> Response:
         body: dict[str, Any] = await request.json()
+        stats["credentials"] = {
+            k: request.headers.getlist(k) for k in ("authorization", "x-api-key")
+        }
         if body.get("model") != model:
-            return JSONResponse({"error": {"message": f"unknown model {body.get('model')}",
-                                           "type": "invalid_request_error", "param": "model",
-                                           "code": "model_not_found"}}, status_code=404)
-        text = str(next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), ""))
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": f"unknown model {body.get('model')}",
+                        "type": "invalid_request_error",
+                        "param": "model",
+                        "code": "model_not_found",
+                    }
+                },
+                status_code=404,
+            )
+        text = str(
+            next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+        )
         if not body.get("stream"):
-            return JSONResponse({
-                "id": "chatcmpl-echo", "object": "chat.completion", "created": CREATED, "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            })
+            return JSONResponse(
+                {
+                    "id": "chatcmpl-echo",
+                    "object": "chat.completion",
+                    "created": CREATED,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            )
         words = text.split(" ") or [""]
         count = int(body.get("max_tokens") or len(words))
         pieces = [words[i % len(words)] + " " for i in range(count)]
@@ -72,8 +99,14 @@ def build_app(model: str, health_status: int) -> Starlette:
         return StreamingResponse(stream(pieces, delay_s), media_type="text/event-stream")
 
     async def models(_request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [
-            {"id": model, "object": "model", "created": CREATED, "owned_by": "echo-org"}]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {"id": model, "object": "model", "created": CREATED, "owned_by": "echo-org"}
+                ],
+            }
+        )
 
     async def health(_request: Request) -> Response:
         return Response(status_code=health_status)
@@ -81,12 +114,14 @@ def build_app(model: str, health_status: int) -> Starlette:
     async def get_stats(_request: Request) -> Response:
         return JSONResponse(stats)
 
-    return Starlette(routes=[
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/models", models),
-        Route("/health", health),
-        Route("/stats", get_stats),
-    ])
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models),
+            Route("/health", health),
+            Route("/stats", get_stats),
+        ]
+    )
 
 
 def main() -> None:
@@ -96,7 +131,9 @@ def main() -> None:
     parser.add_argument("--health-status", type=int, default=200)
     args = parser.parse_args()
     app = build_app(args.model, args.health_status)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, loop="uvloop", log_level="warning", access_log=False)
+    uvicorn.run(
+        app, host="127.0.0.1", port=args.port, loop="uvloop", log_level="warning", access_log=False
+    )
 
 
 if __name__ == "__main__":

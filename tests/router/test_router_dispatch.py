@@ -105,8 +105,11 @@ def test_least_outstanding_requests(setup: tuple[Router, Proc, Proc], tmp_path: 
         slow = {"model": "echo-a", "stream": True, "max_tokens": 20, **CHAT}
         headers = {"x-echo-delay-ms": "100"}
         holders = [
-            threading.Thread(target=httpx.post, args=(f"{router.url}/v1/chat/completions",),
-                             kwargs={"json": slow, "headers": headers, "timeout": 30})
+            threading.Thread(
+                target=httpx.post,
+                args=(f"{router.url}/v1/chat/completions",),
+                kwargs={"json": slow, "headers": headers, "timeout": 30},
+            )
             for _ in range(2)
         ]
         for holder in holders:
@@ -125,18 +128,38 @@ def test_api_keys_and_metrics(tmp_path: Path, setup: tuple[Router, Proc, Proc]) 
     _, echo_a, _ = setup
     keyed = start_router(tmp_path, "--api-key", "k1", "--cors-origin", "http://ui.local")
     try:
-        keyed.register(echo_a, "echo-a", kind="openai")
+        keyed.register(echo_a, "echo-a", kind="openai", api_key="upstream-key")
         body = {"model": "echo-a", **CHAT}
         url = f"{keyed.url}/v1/chat/completions"
         assert httpx.post(url, json=body, timeout=10).status_code == 401
-        assert httpx.post(url, json=body, headers={"authorization": "Bearer k2"}, timeout=10).status_code == 401
-        assert httpx.post(url, json=body, headers={"authorization": "Bearer k1"}, timeout=10).status_code == 200
-        assert httpx.post(url, json=body, headers={"x-api-key": "k1"}, timeout=10).status_code == 200
-        preflight = httpx.options(url, timeout=10, headers={
-            "origin": "http://ui.local", "access-control-request-method": "POST"})
+        assert (
+            httpx.post(
+                url, json=body, headers={"authorization": "Bearer k2"}, timeout=10
+            ).status_code
+            == 401
+        )
+        assert (
+            httpx.post(
+                url, json=body, headers={"authorization": "Bearer k1"}, timeout=10
+            ).status_code
+            == 200
+        )
+        assert (
+            httpx.post(url, json=body, headers={"x-api-key": "k1"}, timeout=10).status_code == 200
+        )
+        # NOTE: the client's key is the router's; upstream goes the backend's own, alone.
+        seen = httpx.get(f"{echo_a.url}/stats", timeout=10).json()["credentials"]
+        assert seen == {"authorization": ["Bearer upstream-key"], "x-api-key": []}
+        preflight = httpx.options(
+            url,
+            timeout=10,
+            headers={"origin": "http://ui.local", "access-control-request-method": "POST"},
+        )
         assert preflight.headers["access-control-allow-origin"] == "http://ui.local"
         metrics = httpx.get(f"{keyed.url}/metrics", timeout=10).text
-        assert 'gomgr_router_requests_total{route="/v1/chat/completions",status="200"} 2.0' in metrics
+        assert (
+            'gomgr_router_requests_total{route="/v1/chat/completions",status="200"} 2.0' in metrics
+        )
         assert "gomgr_router_inflight_requests" in metrics
     finally:
         stop(keyed)

@@ -1,0 +1,120 @@
+"""Requests dispatched by their body's `model` to a backend: a pure ASGI app on the hot path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.requests import ClientDisconnect
+from starlette.types import Receive, Scope, Send
+
+from router.api_keys import ApiKeys
+from router.backend import BackendKind
+from router.disconnect import until_disconnect
+from router.errors import RouterError
+from router.proxy import DROP_REQUEST, Proxy
+from router.registry import Registry
+
+# NOTE: every kind speaks these; the Anthropic and Ollama routes exist only on our engine.
+_ANY_KIND: frozenset[str] | None = None
+_ENGINE_ONLY = frozenset({BackendKind.ENGINE})
+DISPATCHED: dict[str, frozenset[str] | None] = {
+    "/v1/chat/completions": _ANY_KIND,
+    "/v1/completions": _ANY_KIND,
+    "/v1/embeddings": _ANY_KIND,
+    "/v1/responses": _ANY_KIND,
+    "/v1/messages": _ENGINE_ONLY,
+    "/v1/messages/count_tokens": _ENGINE_ONLY,
+    "/api/chat": _ENGINE_ONLY,
+    "/api/generate": _ENGINE_ONLY,
+    "/api/show": _ENGINE_ONLY,
+}
+
+
+class Dispatch:
+    """POST on a `DISPATCHED` route: check the key, read and parse the body, proxy it."""
+
+    def __init__(
+        self, registry: Registry, proxy: Proxy, api_keys: ApiKeys, max_body_bytes: int
+    ) -> None:
+        self._registry = registry
+        self._proxy = proxy
+        self._api_keys = api_keys
+        self._max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route: str = scope["path"]
+        forwarded: list[tuple[bytes, bytes]] = []
+        dropped: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            if name not in DROP_REQUEST:
+                forwarded.append((name, value))
+            else:
+                dropped[name] = value
+        try:
+            self._api_keys.check(
+                dropped.get(b"authorization", b"").decode("latin-1"),
+                dropped.get(b"x-api-key", b"").decode("latin-1"),
+            )
+            raw = await self._read_body(receive, dropped.get(b"content-length", b""))
+            payload = _parse(raw)
+        except RouterError as exc:
+            await self._proxy.send_error(send, route, exc)
+            return
+        except ClientDisconnect:
+            return
+        model: str = payload["model"]
+        kinds = DISPATCHED[route]
+        query: bytes = scope["query_string"]
+        target = route.encode() + (b"?" + query if query else b"")
+
+        async def exchange() -> None:
+            await self._proxy.exchange(
+                send,
+                route=route,
+                target=target,
+                headers=forwarded,
+                payload=payload,
+                raw_body=raw,
+                pick=lambda: self._registry.pick(model, kinds),
+            )
+
+        await until_disconnect(receive, exchange)
+
+    async def _read_body(self, receive: Receive, declared: bytes) -> bytes:
+        limit = self._max_body_bytes
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect()
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _too_large(limit: int) -> RouterError:
+    return RouterError(413, f"request body over {limit} bytes", code="request_too_large")
+
+
+def _parse(raw: bytes) -> dict[str, Any]:
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise RouterError(400, f"malformed JSON body: {exc}", code="invalid_json") from exc
+    if not isinstance(payload, dict):
+        raise RouterError(400, "the body must be a JSON object", code="invalid_json")
+    model = payload.get("model")
+    if not isinstance(model, str) or not model:
+        raise RouterError(
+            400, "'model' is required (a string)", code="missing_model", param="model"
+        )
+    return payload
