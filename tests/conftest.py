@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+import torch
+
+# NOTE: Triton reads TRITON_INTERPRET once, when it is first imported, and any module may
+# import it first (xgrammar, transformers), so it is set here, before any test module loads.
+# Without a CUDA device no Triton kernel can run compiled anyway, so the interpreter is the
+# only mode a test could use (tests/engine/kernels); the engine imports triton only on CUDA,
+# so engine subprocesses that inherit the variable never read it.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 SMOLLM2_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
 # NOTE: marks of tests whose one-time installs (the engine image, Open WebUI) CI runs in the

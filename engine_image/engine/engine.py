@@ -14,6 +14,7 @@ from typing import Any
 
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.engine_config import EngineConfig
 from engine.errors import InvalidRequest
 from engine.runtime.model_runner import ModelRunner
@@ -35,7 +36,11 @@ class Engine:
         )
         self.runner = ModelRunner(self.config)
         extra_eos = [self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id is not None else []
-        self.scheduler = Scheduler(self.runner, self._decode_tail, extra_eos)
+        mc = self.runner.model_config
+        grammars = create_grammar_backend(
+            DEFAULT_GRAMMAR_BACKEND, self.tokenizer, mc.vocab_size, sorted({*mc.eos_token_ids, *extra_eos})
+        )
+        self.scheduler = Scheduler(self.runner, self._decode_tail, extra_eos, grammars)
 
     def generate(
         self,

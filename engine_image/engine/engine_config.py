@@ -17,8 +17,10 @@ class EngineConfig:
     chunked_prefill_size: int = 2048  # max new tokens in one prefill batch; -1 disables chunking
     max_running_requests: int = 128
     disable_radix_cache: bool = False
-    attention_backend: str = "torch_native"
+    attention_backend: str | None = None  # default: triton on CUDA (if installed), else torch_native
+    disable_cuda_graph: bool = False
     random_seed: int = 0
+    is_embedding: bool = False  # serve embeddings (/encode, /v1/embeddings), not generation
 
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):

@@ -76,6 +76,7 @@ def serve(args: ServerArgs) -> None:
         context_length=int(scheduler_info["context_length"]),
         max_total_tokens=int(scheduler_info["max_total_tokens"]),
         model_path=args.model_path,
+        is_embedding=bool(scheduler_info["is_embedding"]),
     )
     supervisor.watch()
     logger.info(

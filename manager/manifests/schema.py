@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 EngineName = Literal["gomgr", "sglang", "vllm"]
-# NOTE: must equal engine.server.server_args.TOOL_CALL_PARSERS / REASONING_PARSERS (a test
+# NOTE: must equal the engine's registries engine.function_call / engine.reasoning (a test
 # checks it); copied because manager/ never imports the engine package.
 ToolCallParser = Literal["qwen25", "hermes", "llama3", "mistral", "pythonic"]
 ReasoningParser = Literal["qwen3", "deepseek-r1"]

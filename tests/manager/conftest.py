@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from manager.models.bundled import BUNDLED_SOURCES, WHEEL_DIR_ENV, fetch_wheel, wheel_dir
 from manager.models.progress import SilentProgress
 from manager.models.store import MODELS_DIR_ENV, ModelStore
-from manager.state.paths import StatePaths
-from manager.state.records import RecordStore
-from router.daemon import RouterDaemon
-from tests.support.engine_process import free_port
+from tests.support.gomgr_env import Env
 
 GOMGR = Path(sys.executable).parent / "gomgr"
 
@@ -70,57 +62,10 @@ def tmp_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-@dataclass(frozen=True)
-class Env:
-    """An isolated manager: its own state dir, router port and token file; the session's store."""
-
-    vars: dict[str, str]
-    state: StatePaths
-    router_port: int
-
-    @property
-    def router_url(self) -> str:
-        return f"http://127.0.0.1:{self.router_port}"
-
-    def gomgr(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(GOMGR), *args], capture_output=True, text=True, env=self.vars, timeout=600,
-            check=False,
-        )  # fmt: skip
-
-    def ps(self) -> list[dict[str, Any]]:
-        result = self.gomgr("ps", "--json")
-        assert result.returncode == 0, result.stderr
-        return list(json.loads(result.stdout))
-
-    def daemon(self) -> RouterDaemon:
-        token_file = Path(self.vars["GOMGR_ROUTER_TOKEN_FILE"])
-        return RouterDaemon(self.state.router_dir, "127.0.0.1", self.router_port, token_file)
-
-    def routed_models(self) -> list[str]:
-        reply = httpx.get(f"{self.router_url}/v1/models", timeout=5)
-        return [card["id"] for card in reply.json()["data"]]
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator[Env]:
     """One isolated manager per test module; teardown ends, by pid, every engine its records
     name and its background router."""
-    root = tmp_path_factory.mktemp("gomgr")
-    port = free_port()
-    variables = {
-        **os.environ,
-        "GOMGR_STATE_DIR": str(root / "state"),
-        "GOMGR_ROUTER_PORT": str(port),
-        "GOMGR_ROUTER_TOKEN_FILE": str(root / "router.token"),
-        # NOTE: the store that holds the session's SmolLM2, so a start pulls nothing.
-        "GOMGR_MODELS_DIR": str(smollm2_dir.parents[1]),
-    }
-    built = Env(variables, StatePaths(root / "state"), port)
+    built = Env.isolated(tmp_path_factory.mktemp("gomgr"), smollm2_dir.parents[1])
     yield built
-    for record in RecordStore(built.state).all():
-        try:
-            os.killpg(record.handle.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    built.daemon().stop()
+    built.end_everything()

@@ -5,6 +5,7 @@ from engine.attention.base import (
     AttentionBackend,
     available_attention_backends,
     create_attention_backend,
+    default_attention_backend,
     register_attention_backend,
 )
 
@@ -12,5 +13,6 @@ __all__ = [
     "AttentionBackend",
     "available_attention_backends",
     "create_attention_backend",
+    "default_attention_backend",
     "register_attention_backend",
 ]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
+
+from engine.kernels.triton import triton_available
 
 if TYPE_CHECKING:
     from engine.runtime.forward_batch import ForwardBatch
@@ -14,6 +17,10 @@ if TYPE_CHECKING:
 
 class AttentionBackend(ABC):
     """Stores a layer's new K/V in the pool, then attends over each request's whole KV."""
+
+    # NOTE: True when a decode forward through the backend can be captured in a CUDA graph:
+    # no host syncs and no shapes taken from ``seq_lens_cpu``.
+    cuda_graph_safe: bool = False
 
     def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int) -> None:
         self.num_heads = num_heads
@@ -33,6 +40,9 @@ class AttentionBackend(ABC):
 
 
 _REGISTRY: dict[str, type[AttentionBackend]] = {}
+# NOTE: backends whose module needs an optional package register on first use, so listing
+# or defaulting never imports it (triton is absent on many CPU machines).
+_OPTIONAL: dict[str, str] = {"triton": "engine.attention.triton_backend"}
 
 
 def register_attention_backend(name: str) -> Callable[[type[AttentionBackend]], type[AttentionBackend]]:
@@ -44,12 +54,24 @@ def register_attention_backend(name: str) -> Callable[[type[AttentionBackend]], 
 
 
 def available_attention_backends() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted({*_REGISTRY, *_OPTIONAL})
+
+
+def default_attention_backend(device: torch.device) -> str:
+    """Triton kernels on CUDA when triton is installed; the torch-native reference elsewhere."""
+    return "triton" if device.type == "cuda" and triton_available() else "torch_native"
 
 
 def create_attention_backend(
     name: str, num_heads: int, num_kv_heads: int, head_dim: int
 ) -> AttentionBackend:
+    if name not in _REGISTRY and name in _OPTIONAL:
+        try:
+            importlib.import_module(_OPTIONAL[name])
+        except ImportError as err:
+            raise ValueError(
+                f"attention backend {name!r} needs the {err.name!r} package, which is not installed"
+            ) from err
     if name not in _REGISTRY:
         raise ValueError(
             f"unknown attention backend {name!r}; available: {', '.join(available_attention_backends())}"

@@ -5,7 +5,14 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.incremental import IncrementalDetokenizer
-from engine.ipc.messages import AnyMessage, ControlResponse, RequestError, TextOutputs, TokenOutputs
+from engine.ipc.messages import (
+    AnyMessage,
+    ControlResponse,
+    ForwardOnlyOutput,
+    RequestError,
+    TextOutputs,
+    TokenOutputs,
+)
 
 
 class DetokenizerManager:
@@ -19,14 +26,16 @@ class DetokenizerManager:
     def active_rids(self) -> list[str]:
         return list(self._requests)
 
-    def handle(self, message: AnyMessage) -> TextOutputs | RequestError | ControlResponse | None:
+    def handle(
+        self, message: AnyMessage
+    ) -> TextOutputs | RequestError | ControlResponse | ForwardOnlyOutput | None:
         """The message to forward to the tokenizer manager, or None for one not meant for it."""
         if isinstance(message, TokenOutputs):
             return self._detokenize(message)
         if isinstance(message, RequestError):
             self._requests.pop(message.rid, None)
             return message
-        if isinstance(message, ControlResponse):
+        if isinstance(message, ControlResponse | ForwardOnlyOutput):
             return message
         return None
 

@@ -28,6 +28,21 @@ class GenerateRequest(Message):
     top_logprobs_num: int = 0
 
 
+class EmbedRequest(Message):
+    """Whole prompts for one forward and pooling; never enters the decode loop."""
+
+    rid: str
+    input_ids: list[list[int]]
+
+
+class ScoreRequest(Message):
+    """Whole prompts for one forward; the answer is the label ids' logprobs at the next position."""
+
+    rid: str
+    input_ids: list[list[int]]
+    label_token_ids: list[int]
+
+
 class AbortRequest(Message):
     rid: str | None = None
     abort_all: bool = False
@@ -72,6 +87,14 @@ class RequestError(Message):
     message: str
 
 
+class ForwardOnlyOutput(Message):
+    """Per prompt of an EmbedRequest its vector, of a ScoreRequest its label logprobs."""
+
+    rid: str
+    values: list[list[float]]
+    prompt_tokens: int
+
+
 class ControlResponse(Message):
     """The answer to a flush / update-weights / server-info request."""
 
@@ -100,12 +123,15 @@ class TextOutputs(Message):
 
 AnyMessage = (
     GenerateRequest
+    | EmbedRequest
+    | ScoreRequest
     | AbortRequest
     | FlushCacheRequest
     | UpdateWeightsRequest
     | ServerInfoRequest
     | TokenOutputs
     | RequestError
+    | ForwardOnlyOutput
     | ControlResponse
     | TextOutputs
 )

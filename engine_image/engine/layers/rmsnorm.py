@@ -1,9 +1,15 @@
-"""Root-mean-square layer norm, computed in float32 like the reference implementation."""
+"""Root-mean-square layer norm, computed in float32 like the reference implementation.
+
+On CUDA (with triton installed) a fused Triton kernel runs it in one pass; the torch code
+below is the reference those kernels are tested against, and the path everywhere else.
+"""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from engine.kernels.triton import use_triton_kernels
 
 
 class RMSNorm(nn.Module):
@@ -13,7 +19,21 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if use_triton_kernels(x):
+            # NOTE: imported here, on CUDA only: importing it imports triton.
+            from engine.kernels.triton.rmsnorm import rmsnorm
+
+            return rmsnorm(x, self.weight, self.eps)
         dtype = x.dtype
         x32 = x.to(torch.float32)
         variance = x32.pow(2).mean(-1, keepdim=True)
         return self.weight * (x32 * torch.rsqrt(variance + self.eps)).to(dtype)
+
+    def add_and_norm(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``residual + x`` (the next residual) and its norm; one fused pass on CUDA."""
+        if use_triton_kernels(x):
+            from engine.kernels.triton.rmsnorm import fused_add_rmsnorm
+
+            return fused_add_rmsnorm(x, residual, self.weight, self.eps)
+        residual = residual + x
+        return self(residual), residual

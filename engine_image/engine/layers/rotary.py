@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.config.model_config import RopeConfig
+from engine.kernels.triton import use_triton_kernels
 
 
 def inverse_frequencies(rope: RopeConfig, head_dim: int) -> torch.Tensor:
@@ -62,6 +63,11 @@ class RopeAngles:
     sin: torch.Tensor
 
     def apply(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if use_triton_kernels(q):
+            # NOTE: imported here, on CUDA only: importing it imports triton.
+            from engine.kernels.triton.rotary import apply_rotary
+
+            return apply_rotary(q, k, self.cos, self.sin)
         return q * self.cos + _rotate_half(q) * self.sin, k * self.cos + _rotate_half(k) * self.sin
 
 

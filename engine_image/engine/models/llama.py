@@ -10,6 +10,7 @@ from torch import nn
 
 from engine.attention.base import AttentionBackend
 from engine.config.model_config import ModelConfig
+from engine.kernels.triton import use_triton_kernels
 from engine.layers.rmsnorm import RMSNorm
 from engine.layers.rotary import RopeAngles, RotaryEmbedding
 from engine.runtime.forward_batch import ForwardBatch
@@ -55,7 +56,13 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj(x).split(self.intermediate_size, dim=-1)
+        gate_up = self.gate_up_proj(x)
+        if use_triton_kernels(gate_up):
+            # NOTE: imported here, on CUDA only: importing it imports triton.
+            from engine.kernels.triton.activation import silu_and_mul
+
+            return self.down_proj(silu_and_mul(gate_up))
+        gate, up = gate_up.split(self.intermediate_size, dim=-1)
         return self.down_proj(F.silu(gate) * up)
 
 
@@ -68,10 +75,27 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 
     def forward(
-        self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend, rope: RopeAngles
-    ) -> torch.Tensor:
-        hidden = hidden + self.self_attn(self.input_layernorm(hidden), batch, backend, rope)
-        return hidden + self.mlp(self.post_attention_layernorm(hidden))
+        self,
+        hidden: torch.Tensor,
+        residual: torch.Tensor | None,
+        batch: ForwardBatch,
+        backend: AttentionBackend,
+        rope: RopeAngles,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns (this layer's MLP output, the residual stream before it).
+
+        NOTE: the residual add is deferred into the next norm (SGLang's layout), so on
+        CUDA add and norm run as one fused kernel; the sums are the same as
+        ``h = h + attn(norm(h)); h = h + mlp(norm(h))``.
+        """
+        if residual is None:
+            residual = hidden
+            hidden = self.input_layernorm(hidden)
+        else:
+            hidden, residual = self.input_layernorm.add_and_norm(hidden, residual)
+        hidden = self.self_attn(hidden, batch, backend, rope)
+        hidden, residual = self.post_attention_layernorm.add_and_norm(hidden, residual)
+        return self.mlp(hidden), residual
 
 
 # (checkpoint name part, fused parameter, shard index) for projections we store fused.
@@ -99,14 +123,22 @@ class LlamaFamilyForCausalLM(nn.Module):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:
         """Returns float32 logits of each request's last new token: [B, vocab]."""
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return F.linear(self.last_hidden(batch, backend), weight).float()
+
+    @torch.inference_mode()
+    def last_hidden(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:
+        """The final-normed hidden state of each request's last new token: [B, hidden]."""
         backend.init_forward_metadata(batch)
         hidden = self.embed_tokens(batch.input_ids)
         rope = self.rotary.lookup(batch.positions, hidden.dtype)
+        residual: torch.Tensor | None = None
         for layer in self.layers:
-            hidden = layer(hidden, batch, backend, rope)
-        last = hidden[batch.last_token_indices]
-        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(self.norm(last), weight).float()
+            hidden, residual = layer(hidden, residual, batch, backend, rope)
+        assert residual is not None, "a model has at least one layer"
+        last = batch.last_token_indices
+        normed, _ = self.norm.add_and_norm(hidden[last], residual[last])
+        return normed
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Copies checkpoint tensors (Hugging Face names) into our fused parameters."""

@@ -17,6 +17,13 @@ SUPPORTED_ARCHITECTURES: tuple[str, ...] = (
     "Qwen3ForCausalLM",
 )
 
+# NOTE: encoders run without the KV pool and the decode loop: embedding servers only.
+ENCODER_ARCHITECTURES: tuple[str, ...] = ("BertModel",)
+
+
+def is_encoder(architectures: Sequence[str]) -> bool:
+    return any(arch in ENCODER_ARCHITECTURES for arch in architectures)
+
 
 def supported_architecture(architectures: Sequence[str]) -> str:
     from engine.config.model_config import UnsupportedModelError
@@ -25,9 +32,8 @@ def supported_architecture(architectures: Sequence[str]) -> str:
         if arch in SUPPORTED_ARCHITECTURES:
             return arch
     named = ", ".join(architectures) if architectures else "none named in config.json"
-    raise UnsupportedModelError(
-        f"unsupported architecture ({named}); supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
-    )
+    supported = ", ".join(SUPPORTED_ARCHITECTURES + ENCODER_ARCHITECTURES)
+    raise UnsupportedModelError(f"unsupported architecture ({named}); supported: {supported}")
 
 
 def model_class(architecture: str) -> type[nn.Module]:

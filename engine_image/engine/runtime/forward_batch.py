@@ -48,5 +48,8 @@ class ForwardBatch:
     @property
     def last_token_indices(self) -> torch.Tensor:
         """Positions in the flattened token axis of each request's last new token."""
+        if self.mode is ForwardMode.DECODE:
+            # NOTE: built on the device, not copied from the host: CUDA graphs capture this.
+            return torch.arange(self.batch_size, device=self.input_ids.device)
         lens = torch.tensor(self.extend_seq_lens_cpu, dtype=torch.int64, device=self.input_ids.device)
         return torch.cumsum(lens, 0) - 1

@@ -6,13 +6,14 @@ import logging
 
 import torch
 
-from engine.attention import create_attention_backend
+from engine.attention import create_attention_backend, default_attention_backend
 from engine.config.model_config import ModelConfig, UnsupportedModelError
 from engine.engine_config import EngineConfig
 from engine.layers.rotary import RotaryEmbedding
 from engine.memory import KVPool, ReqToTokenPool, TokenAllocator, memory_budget_bytes
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
+from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
 from engine.runtime.forward_batch import ForwardBatch
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,9 @@ class ModelRunner:
         self.allocator = TokenAllocator(self.max_total_tokens, device=self.device)
         # NOTE: +1 position so a request at the context limit can still write its last token.
         self.req_to_token_pool = ReqToTokenPool(config.max_running_requests, self.context_length + 1, self.device)
-        self.attention = create_attention_backend(config.attention_backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
+        backend = config.attention_backend or default_attention_backend(self.device)
+        self.attention = create_attention_backend(backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
+        self.cuda_graph = self._capture_cuda_graphs()
         logger.info(
             "loaded %s (%s) on %s in %s; KV pool %d tokens, context %d",
             mc.model_path, mc.architecture, self.device, str(self.dtype).removeprefix("torch."),
@@ -61,6 +64,8 @@ class ModelRunner:
         )
 
     def forward(self, batch: ForwardBatch) -> torch.Tensor:
+        if self.cuda_graph is not None and self.cuda_graph.can_run(batch):
+            return self.cuda_graph.replay(batch)
         return self.model(batch, self.attention)
 
     def reload_weights(self, model_path: str) -> None:
@@ -74,6 +79,22 @@ class ModelRunner:
         # NOTE: the new weights load into a separate model; the live one is replaced only
         # once every tensor loaded, so a bad checkpoint leaves the old weights serving.
         self.model = self._build_model(model_path)
+        # NOTE: graphs replay the old parameters' addresses, so the new model is captured
+        # anew; the old graphs go first so their memory pool is free for the capture.
+        self.cuda_graph = None
+        self.cuda_graph = self._capture_cuda_graphs()
+
+    def _capture_cuda_graphs(self) -> CudaGraphRunner | None:
+        """Decode graphs on CUDA unless disabled; None (eager) everywhere else."""
+        if self.device.type != "cuda" or self.config.disable_cuda_graph:
+            return None
+        if not self.attention.cuda_graph_safe:
+            logger.info("CUDA graphs off: the %s attention backend cannot be captured", type(self.attention).__name__)
+            return None
+        return CudaGraphRunner(
+            self.model, self.attention, self.kv_pool, self.req_to_token_pool.req_to_token,
+            capture_batch_sizes(self.config.max_running_requests), self.device,
+        )
 
     def _context_length(self) -> int:
         mc = self.model_config

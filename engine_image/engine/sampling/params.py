@@ -15,6 +15,8 @@ GREEDY_TEMPERATURE_EPS = 1e-6
 MAX_ABS_ADDITIVE_PENALTY = 2.0
 # NOTE: seeds feed torch.Generator.manual_seed, which takes an unsigned 64-bit value.
 MAX_SEED = 2**64 - 1
+# NOTE: the grammar fields, by SGLang's sampling parameter names; at most one may be set.
+GRAMMAR_KINDS = ("json_schema", "regex", "ebnf")
 
 
 @dataclass
@@ -42,6 +44,11 @@ class SamplingParams:
     skip_special_tokens: bool = True
     spaces_between_special_tokens: bool = True
     no_stop_trim: bool = False
+    # NOTE: at most one grammar constrains the output (see engine.constrained); json_schema
+    # is the schema as JSON text, as in SGLang.
+    json_schema: str | None = None
+    regex: str | None = None
+    ebnf: str | None = None
 
     def __post_init__(self) -> None:
         # NOTE: OpenAI allows `stop` to be a single string; store it as a one-element list.
@@ -61,6 +68,15 @@ class SamplingParams:
             or self.presence_penalty != 0.0
             or self.repetition_penalty != 1.0
         )
+
+    @property
+    def grammar(self) -> tuple[str, str] | None:
+        """The output grammar as (kind, text), kind one of GRAMMAR_KINDS; None if unconstrained."""
+        for kind in GRAMMAR_KINDS:
+            text = getattr(self, kind)
+            if text is not None:
+                return kind, text
+        return None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SamplingParams:
@@ -111,6 +127,15 @@ class SamplingParams:
                 _fail("stop_token_ids", f"entries must be token ids in {allowed}", token_id)
         if self.seed is not None and not 0 <= self.seed <= MAX_SEED:
             _fail("seed", "must be in [0, 2**64 - 1]", self.seed)
+        grammars = [kind for kind in GRAMMAR_KINDS if getattr(self, kind) is not None]
+        if len(grammars) > 1:
+            raise InvalidSamplingParams(
+                grammars[1],
+                f"sampling parameters {' and '.join(map(repr, grammars))} are mutually exclusive",
+            )
+        for kind in grammars:
+            if not getattr(self, kind).strip():
+                _fail(kind, "must not be empty", getattr(self, kind))
 
 
 def _fail(name: str, requirement: str, value: object) -> None:
@@ -149,6 +174,12 @@ def _as_bool(name: str, value: object) -> bool:
     return value
 
 
+def _as_optional_str(name: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise _type_error(name, "a string", value)
+    return value
+
+
 def _as_str_list(name: str, value: object) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -170,6 +201,7 @@ _COERCERS_BY_TYPE: dict[str, Callable[[str, object], Any]] = {
     "int | None": _as_optional_int,
     "float": _as_float,
     "bool": _as_bool,
+    "str | None": _as_optional_str,
     "list[str]": _as_str_list,
     "list[int]": _as_int_list,
 }

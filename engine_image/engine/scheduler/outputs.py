@@ -9,7 +9,10 @@ from engine.scheduler.request import FinishReason
 
 @dataclass(frozen=True)
 class StepOutput:
-    """New tokens of one request from one step (empty while a chunked prompt prefills)."""
+    """New tokens of one request from one step (empty while a chunked prompt prefills).
+
+    ``error`` set: the request was refused after it was queued (its grammar did not compile).
+    """
 
     rid: str
     token_ids: tuple[int, ...]
@@ -19,3 +22,4 @@ class StepOutput:
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
+    error: str | None = None

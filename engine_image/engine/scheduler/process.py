@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import torch
 import zmq
 from transformers import AutoTokenizer
 
+from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.engine_config import EngineConfig
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
+from engine.models.registry import is_encoder
+from engine.runtime.decoder_forward_only import DecoderForwardOnly
+from engine.runtime.encoder_runner import EncoderRunner
 from engine.runtime.model_runner import ModelRunner
+from engine.scheduler.encoder_loop import EncoderServer
+from engine.scheduler.forward_only import ForwardOnlyQueue
 from engine.scheduler.scheduler import Scheduler
 from engine.scheduler.server_loop import SchedulerServer
 from engine.server.process_guard import die_with_parent, ignore_interrupts
@@ -33,27 +41,58 @@ def run_scheduler_process(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s scheduler %(levelname)s %(message)s")
     try:
         torch.manual_seed(config.random_seed)
-        tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or config.model_path)
-        runner = ModelRunner(config)
-        extra_eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
-        scheduler = Scheduler(runner, tokenizer.decode, extra_eos)
         context = zmq.Context()
-        server = SchedulerServer(
-            scheduler,
-            pull_socket(context, port_args.scheduler_input),
-            push_socket(context, port_args.detokenizer_input),
-            server_args,
-        )
+        inbox = pull_socket(context, port_args.scheduler_input)
+        outbox = push_socket(context, port_args.detokenizer_input)
+        config_file = Path(config.model_path) / "config.json"
+        # NOTE: a missing config.json is reported by the decoder path's own check.
+        architectures = json.loads(config_file.read_text()).get("architectures") or [] if config_file.is_file() else []
+        if is_encoder(architectures):
+            server, ready = _encoder_server(config, inbox, outbox, server_args)
+        else:
+            server, ready = _decoder_server(config, inbox, outbox, server_args)
     except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
         ready_writer.send({"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]})
         sys.exit(1)
-    ready_writer.send(
-        {
-            "status": "ready",
-            "max_total_tokens": runner.max_total_tokens,
-            "context_length": runner.context_length,
-            "device": str(runner.device),
-            "dtype": str(runner.dtype).removeprefix("torch."),
-        }
-    )
+    ready_writer.send({"status": "ready", **ready})
     server.run_forever()
+
+
+def _decoder_server(
+    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]
+) -> tuple[SchedulerServer, dict[str, Any]]:
+    tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or config.model_path)
+    runner = ModelRunner(config)
+    extra_eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    grammars = create_grammar_backend(
+        DEFAULT_GRAMMAR_BACKEND,
+        tokenizer,
+        runner.model_config.vocab_size,
+        sorted({*runner.model_config.eos_token_ids, *extra_eos}),
+    )
+    scheduler = Scheduler(runner, tokenizer.decode, extra_eos, grammars)
+    forward_only = ForwardOnlyQueue(
+        DecoderForwardOnly(runner, scheduler.tree, config.is_embedding), scheduler.token_budget
+    )
+    ready = {
+        "max_total_tokens": runner.max_total_tokens,
+        "context_length": runner.context_length,
+        "device": str(runner.device),
+        "dtype": str(runner.dtype).removeprefix("torch."),
+        "is_embedding": config.is_embedding,
+    }
+    return SchedulerServer(scheduler, inbox, outbox, server_args, forward_only), ready
+
+
+def _encoder_server(
+    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]
+) -> tuple[EncoderServer, dict[str, Any]]:
+    runner = EncoderRunner(config)
+    ready = {
+        "max_total_tokens": 0,
+        "context_length": runner.context_length,
+        "device": str(runner.device),
+        "dtype": str(runner.dtype).removeprefix("torch."),
+        "is_embedding": True,
+    }
+    return EncoderServer(runner, inbox, outbox, server_args), ready

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from engine.constrained import GrammarMatcher
 from engine.memory import TreeNode
 from engine.sampling.params import SamplingParams
 from engine.sampling.penalties import RequestPenaltyState
@@ -50,6 +51,7 @@ class Req:
     top_logprobs_num: int = 0
     emit_output: bool = True  # False for the hidden prefill that n > 1 requests share
     penalty_state: RequestPenaltyState | None = None
+    grammar: GrammarMatcher | None = None  # set once its grammar compiled (GrammarQueue)
 
     output_ids: list[int] = field(default_factory=list)
     output_logprobs: list[float] = field(default_factory=list)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from engine.constrained import GrammarBackend, GrammarCache, GrammarLogitsMask
 from engine.errors import InvalidRequest
 from engine.memory import RadixCache
 from engine.runtime.forward_batch import ForwardBatch, ForwardMode
@@ -22,6 +23,7 @@ from engine.sampling.params import SamplingParams
 from engine.sampling.penalties import RequestPenaltyState, cumulate_batch
 from engine.sampling.sampler import Sampler
 from engine.scheduler.admission import AddResult, PrefillAdder, PrefillPlan
+from engine.scheduler.grammar_queue import GrammarQueue
 from engine.scheduler.outputs import StepOutput
 from engine.scheduler.request import FinishReason, Req
 from engine.scheduler.stop_strings import find_stop_string, stop_window_tokens
@@ -30,9 +32,18 @@ logger = logging.getLogger(__name__)
 
 Decode = Callable[[list[int]], str]
 
+# NOTE: with nothing else to run, a step waits this long for a grammar compile to finish.
+GRAMMAR_WAIT_S = 0.005
+
 
 class Scheduler:
-    def __init__(self, runner: ModelRunner, decode: Decode, extra_eos_ids: Sequence[int] = ()) -> None:
+    def __init__(
+        self,
+        runner: ModelRunner,
+        decode: Decode,
+        extra_eos_ids: Sequence[int] = (),
+        grammar_backend: GrammarBackend | None = None,
+    ) -> None:
         self.runner = runner
         self.decode = decode
         self.eos_ids = frozenset(runner.model_config.eos_token_ids) | frozenset(extra_eos_ids)
@@ -47,6 +58,13 @@ class Scheduler:
         self.held: dict[str, list[Req]] = {}
         # NOTE: set while a weight update waits for in-flight requests to drain.
         self.admission_paused = False
+        # Structured output: requests wait in grammar_queue while their grammar compiles.
+        self.grammar_queue: GrammarQueue | None = None
+        self.grammar_mask: GrammarLogitsMask | None = None
+        if grammar_backend is not None:
+            self.grammar_queue = GrammarQueue(GrammarCache(grammar_backend))
+            rows = runner.config.max_running_requests
+            self.grammar_mask = GrammarLogitsMask(grammar_backend, rows)
 
     # ------------------------------------------------------------------ requests
 
@@ -75,6 +93,8 @@ class Scheduler:
         if top_logprobs_num < 0:
             raise InvalidRequest("top_logprobs_num must be >= 0")
         params.validate(mc.vocab_size)
+        if params.grammar is not None and self.grammar_queue is None:
+            raise InvalidRequest(f"{params.grammar[0]} needs a grammar backend; there is none")
         room = min(context, self.runner.max_total_tokens) - len(input_ids)
         return Req(
             rid=rid,
@@ -92,6 +112,12 @@ class Scheduler:
 
     def add_group(self, children: list[Req]) -> None:
         """n > 1 samples of one prompt: its KV is computed once and shared via the radix tree."""
+        if children[0].params.grammar is not None and self.grammar_queue is not None:
+            self.grammar_queue.add(children)
+        else:
+            self._enqueue_group(children)
+
+    def _enqueue_group(self, children: list[Req]) -> None:
         if self.tree.disable or len(children) == 1:
             self.waiting.extend(children)
             return
@@ -111,10 +137,13 @@ class Scheduler:
         """Every request the scheduler knows, in any state (hidden prefill requests excluded)."""
         active = self.running + list(self.waiting) + ([self.chunked] if self.chunked else [])
         held = [r for group in self.held.values() for r in group]
-        return [r.rid for r in active + held if r.emit_output]
+        compiling = self.grammar_queue.reqs() if self.grammar_queue is not None else []
+        return [r.rid for r in active + held + compiling if r.emit_output]
 
     def abort(self, rid: str) -> bool:
         """Ends a request wherever it is and frees its KV; False if it is unknown."""
+        if self.grammar_queue is not None and self.grammar_queue.remove(rid):
+            return True
         for group in self.held.values():
             for req in group:
                 if req.rid == rid:
@@ -136,7 +165,7 @@ class Scheduler:
 
     @property
     def is_idle(self) -> bool:
-        return not (self.waiting or self.running or self.chunked or self.held)
+        return not (self.waiting or self.running or self.chunked or self.held or self.grammar_queue)
 
     def flush_cache(self) -> bool:
         """Empties the radix tree; refused (False) while any request is in flight."""
@@ -149,12 +178,18 @@ class Scheduler:
 
     def step(self) -> list[StepOutput]:
         """Runs one forward: a prefill batch if one can be formed, else a decode batch."""
+        refused: list[StepOutput] = []
+        if self.grammar_queue:
+            busy = bool(self.waiting or self.running or self.chunked)
+            ready, refused = self.grammar_queue.pop_done(0.0 if busy else GRAMMAR_WAIT_S)
+            for group in ready:
+                self._enqueue_group(group)
         plan = self._plan_prefill()
         if plan.reqs:
-            return self._run_prefill(plan)
+            return refused + self._run_prefill(plan)
         if self.running:
-            return self._run_decode()
-        return []
+            return refused + self._run_decode()
+        return refused
 
     def _reserved_tokens(self) -> int:
         active = self.running + ([self.chunked] if self.chunked else [])
@@ -279,6 +314,8 @@ class Scheduler:
             [r.params for r in reqs], self.runner.device, logits.shape[-1], [len(r.output_ids) for r in reqs]
         )
         want_logprob = any(r.return_logprob for r in reqs)
+        if self.grammar_mask is not None and any(r.grammar for r in reqs):
+            self.grammar_mask.apply(logits, [r.grammar for r in reqs])
         result = self.sampler.sample(
             logits,
             info,
@@ -309,7 +346,16 @@ class Scheduler:
         return outputs
 
     def _check_finished(self, req: Req, token: int) -> None:
-        if token in req.eos_token_ids or token in req.params.stop_token_ids:
+        grammar = req.grammar
+        if grammar is not None and not grammar.accept_token(token):
+            # NOTE: only at a dead end (the grammar allowed no token); the mask prevents the rest.
+            refusal = f"the grammar does not allow token {token}"
+            req.finish_reason = FinishReason("abort", message=refusal)
+        elif (
+            token in req.eos_token_ids
+            or token in req.params.stop_token_ids
+            or (grammar is not None and grammar.is_terminated())
+        ):
             req.finish_reason = FinishReason("stop", matched=token)
         elif req.params.stop and (
             matched := find_stop_string(

@@ -15,9 +15,12 @@ from engine.ipc.messages import (
     AbortRequest,
     AnyMessage,
     ControlResponse,
+    EmbedRequest,
     FlushCacheRequest,
+    ForwardOnlyOutput,
     GenerateRequest,
     RequestError,
+    ScoreRequest,
     ServerInfoRequest,
     TokenOutputs,
     UpdateWeightsRequest,
@@ -25,6 +28,7 @@ from engine.ipc.messages import (
     encode,
 )
 from engine.sampling.params import SamplingParams
+from engine.scheduler.forward_only import ForwardOnlyQueue
 from engine.scheduler.outputs import StepOutput
 from engine.scheduler.scheduler import Scheduler
 
@@ -43,9 +47,16 @@ class SchedulerServer:
     """Owns the Scheduler inside its process; the only reader of the scheduler socket."""
 
     def __init__(
-        self, scheduler: Scheduler, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]
+        self,
+        scheduler: Scheduler,
+        inbox: zmq.Socket,
+        outbox: zmq.Socket,
+        server_args: dict[str, Any],
+        forward_only: ForwardOnlyQueue,
     ) -> None:
         self.scheduler = scheduler
+        # NOTE: embed and score requests: one forward each, between generation steps.
+        self.forward_only = forward_only
         self.inbox = inbox
         self.outbox = outbox
         self.server_args = server_args
@@ -60,7 +71,12 @@ class SchedulerServer:
             self.serve_once()
 
     def serve_once(self) -> None:
-        idle = self.scheduler.is_idle and not self.pending_flushes and self.pending_update is None
+        idle = (
+            self.scheduler.is_idle
+            and not self.forward_only
+            and not self.pending_flushes
+            and self.pending_update is None
+        )
         if idle:
             self.inbox.poll(_IDLE_POLL_MS)
         while True:
@@ -70,6 +86,10 @@ class SchedulerServer:
                 break
             self._handle(decode(frame))
         self._settle_controls()
+        if self.forward_only and self.pending_update is None:
+            output = self.forward_only.run_once()
+            if output is not None:
+                self._reply(output)
         if not self.scheduler.is_idle:
             self._send_outputs(self.scheduler.step())
 
@@ -78,9 +98,14 @@ class SchedulerServer:
     def _handle(self, message: AnyMessage) -> None:
         if isinstance(message, GenerateRequest):
             self._add_generate(message)
+        elif isinstance(message, EmbedRequest | ScoreRequest):
+            refused = self.forward_only.add(message)
+            if refused is not None:
+                self._reply(refused)
         elif isinstance(message, AbortRequest):
             rids = self.scheduler.request_ids() if message.abort_all else [message.rid or ""]
             for rid in rids:
+                self.forward_only.abort(rid)
                 if self.scheduler.abort(rid):
                     self._send_abort(rid)
         elif isinstance(message, FlushCacheRequest):
@@ -177,7 +202,9 @@ class SchedulerServer:
             "radix_cache_tokens": scheduler.tree.total_size(),
             "radix_cache_evictable_tokens": scheduler.tree.evictable_size(),
             "num_running_reqs": len(scheduler.running) + (1 if scheduler.chunked else 0),
-            "num_waiting_reqs": len(scheduler.waiting) + sum(len(g) for g in scheduler.held.values()),
+            "num_waiting_reqs": len(scheduler.waiting)
+            + sum(len(g) for g in scheduler.held.values())
+            + len(scheduler.grammar_queue.reqs() if scheduler.grammar_queue else ()),
             "weight_version": self.weight_version,
             "device": str(runner.device),
             "dtype": str(runner.dtype).removeprefix("torch."),
@@ -186,6 +213,10 @@ class SchedulerServer:
     # ------------------------------------------------------------------ outputs
 
     def _send_outputs(self, outputs: list[StepOutput]) -> None:
+        for refused in [o for o in outputs if o.error is not None]:
+            self.text_options.pop(refused.rid, None)
+            self._reply(RequestError(refused.rid, refused.error or ""))
+        outputs = [o for o in outputs if o.error is None]
         if not outputs:
             return
         options = [self.text_options[o.rid] for o in outputs]
@@ -225,5 +256,5 @@ class SchedulerServer:
             )
         )
 
-    def _reply(self, message: RequestError | ControlResponse) -> None:
+    def _reply(self, message: RequestError | ControlResponse | ForwardOnlyOutput) -> None:
         self.outbox.send(encode(message))

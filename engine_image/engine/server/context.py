@@ -20,6 +20,7 @@ class ServerContext:
     context_length: int
     max_total_tokens: int
     model_path: str
+    is_embedding: bool = False  # an embedding model: /encode and /v1/embeddings, no generation
     weight_version: int = 1
     ready: bool = False  # set after the warm-up generate
     shutting_down: bool = False

@@ -11,6 +11,7 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.constrained import check_grammar
 from engine.sampling.errors import InvalidSamplingParams
 from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
@@ -59,11 +60,17 @@ def check_prompt(ctx: ServerContext, ids: list[int]) -> None:
 
 
 def sampling_params_for(ctx: ServerContext, raw: dict[str, Any] | None) -> tuple[dict[str, Any], int]:
-    """Validated sampling params (preferred params underneath) and n."""
+    """Validated sampling params (preferred params underneath) and n.
+
+    A grammar (json_schema, regex, ebnf) is checked here too, so a bad one is a 400 before
+    the request is queued.
+    """
     merged = {**(ctx.args.preferred_sampling_params or {}), **(raw or {})}
     try:
         params = SamplingParams.from_dict(merged)
         params.validate(len(ctx.tokenizer))
+        if params.grammar is not None:
+            check_grammar(params.grammar)
     except InvalidSamplingParams as err:
         raise bad_request(str(err), param=err.field) from None
     return merged, params.n

@@ -15,6 +15,7 @@ from engine.ipc.messages import FlushCacheRequest, ServerInfoRequest, UpdateWeig
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request, json_response, parse_json_body
 from engine.server.native_generate import GenerateBody, generate
+from engine.server.warmup import embed_probe
 
 # NOTE: the same knob SGLang reads; 20 s by default.
 HEALTH_CHECK_TIMEOUT_S = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
@@ -77,6 +78,8 @@ def native_router(ctx: ServerContext) -> APIRouter:
     async def health_generate() -> Response:
         if ctx.shutting_down:
             return Response(status_code=503)
+        if ctx.is_embedding:
+            return Response(status_code=200 if await embed_probe(ctx, HEALTH_CHECK_TIMEOUT_S) else 503)
         if time.monotonic() - tm.last_output_time < RECENT_OUTPUT_S:
             return Response(status_code=200)  # the pipeline is producing output right now
         # NOTE: as SGLang does, any output the pipeline produces after the check began proves
@@ -98,7 +101,7 @@ def native_router(ctx: ServerContext) -> APIRouter:
         return json_response(
             {
                 "model_path": ctx.model_path,
-                "is_generation": True,
+                "is_generation": not ctx.is_embedding,
                 "tokenizer_path": ctx.args.tokenizer_path or ctx.args.model_path,
                 "preferred_sampling_params": ctx.args.preferred_sampling_params,
                 "weight_version": ctx.weight_version,

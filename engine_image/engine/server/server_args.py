@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from engine.engine_config import EngineConfig
-
-TOOL_CALL_PARSERS = ("qwen25", "hermes", "llama3", "mistral", "pythonic")
-REASONING_PARSERS = ("qwen3", "deepseek-r1")
+from engine.function_call.registry import TOOL_CALL_DETECTORS
+from engine.reasoning.registry import REASONING_FORMATS
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,8 @@ class ServerArgs:
     chunked_prefill_size: int = 2048
     max_running_requests: int = 128
     disable_radix_cache: bool = False
-    attention_backend: str = "torch_native"
+    attention_backend: str | None = None
+    disable_cuda_graph: bool = False
     random_seed: int = 0
     api_key: str | None = None
     enable_metrics: bool = False
@@ -61,7 +61,9 @@ class ServerArgs:
             max_running_requests=self.max_running_requests,
             disable_radix_cache=self.disable_radix_cache,
             attention_backend=self.attention_backend,
+            disable_cuda_graph=self.disable_cuda_graph,
             random_seed=self.random_seed,
+            is_embedding=self.is_embedding,
         )
 
     def public_dict(self) -> dict[str, Any]:
@@ -95,12 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunked-prefill-size", type=int, default=2048)
     p.add_argument("--max-running-requests", type=int, default=128)
     p.add_argument("--disable-radix-cache", action="store_true")
-    p.add_argument("--attention-backend", default="torch_native")
+    # NOTE: unset, the engine picks triton on CUDA (when installed) and torch_native elsewhere.
+    p.add_argument("--attention-backend")
+    p.add_argument("--disable-cuda-graph", action="store_true")
     p.add_argument("--random-seed", type=int, default=0)
     p.add_argument("--api-key")
     p.add_argument("--enable-metrics", action="store_true")
-    p.add_argument("--tool-call-parser", choices=TOOL_CALL_PARSERS)
-    p.add_argument("--reasoning-parser", choices=REASONING_PARSERS)
+    p.add_argument("--tool-call-parser", choices=tuple(TOOL_CALL_DETECTORS))
+    p.add_argument("--reasoning-parser", choices=tuple(REASONING_FORMATS))
     p.add_argument("--is-embedding", action="store_true")
     p.add_argument("--preferred-sampling-params")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -142,6 +146,4 @@ def _contradictions(ns: argparse.Namespace) -> list[str]:
         problems.append(f"--batch-notify-size must be >= 1, got {ns.batch_notify_size}")
     if ns.api_key is not None and not ns.api_key:
         problems.append("--api-key must not be empty")
-    if ns.is_embedding:
-        problems.append("--is-embedding is not supported yet: this engine serves generation models only")
     return problems

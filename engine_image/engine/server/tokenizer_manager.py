@@ -20,12 +20,16 @@ from typing import Any, Protocol
 import zmq.asyncio
 from transformers import PreTrainedTokenizerBase
 
+from engine.errors import InvalidRequest
 from engine.ipc.messages import (
     AbortRequest,
     ControlResponse,
+    EmbedRequest,
+    ForwardOnlyOutput,
     GenerateRequest,
     Message,
     RequestError,
+    ScoreRequest,
     TextOutputs,
     decode,
     encode,
@@ -96,6 +100,7 @@ class TokenizerManager:
         self._from_detokenizer = pull_socket(context, port_args.tokenizer_input)
         self.states: dict[str, RequestState] = {}
         self._controls: dict[str, asyncio.Future[ControlResponse]] = {}
+        self._forward_only: dict[str, asyncio.Future[ForwardOnlyOutput]] = {}
         self._receiver: asyncio.Task[None] | None = None
         self.last_output_time = 0.0
         # NOTE: set only with --enable-metrics, so the hook costs one None check per message.
@@ -221,6 +226,18 @@ class TokenizerManager:
         finally:
             self._controls.pop(request_id, None)
 
+    async def forward_only(self, message: EmbedRequest | ScoreRequest) -> ForwardOnlyOutput:
+        """Runs an embed or score request; raises InvalidRequest if the scheduler refused it."""
+        future: asyncio.Future[ForwardOnlyOutput] = asyncio.get_running_loop().create_future()
+        self._forward_only[message.rid] = future
+        try:
+            await self._send(message)
+            return await future
+        finally:
+            self._forward_only.pop(message.rid, None)
+            if not future.done():
+                await self.abort(message.rid)
+
     async def _send(self, message: Message) -> None:
         await self._to_scheduler.send(encode(message))
 
@@ -235,6 +252,14 @@ class TokenizerManager:
                 if self.observer is not None:
                     self.observer.on_outputs(touched)
                 await self._wake_in_batches(touched)
+            elif isinstance(message, ForwardOnlyOutput):
+                waiter = self._forward_only.get(message.rid)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(message)
+            elif isinstance(message, RequestError) and message.rid in self._forward_only:
+                waiter = self._forward_only[message.rid]
+                if not waiter.done():
+                    waiter.set_exception(InvalidRequest(message.message))
             elif isinstance(message, RequestError):
                 state = self.states.get(message.rid)
                 if state is not None:

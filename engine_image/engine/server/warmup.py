@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import uuid
 
+from engine.errors import InvalidRequest
+from engine.ipc.messages import EmbedRequest
 from engine.server.context import ServerContext
 
 logger = logging.getLogger(__name__)
@@ -20,6 +24,13 @@ async def warm_up(ctx: ServerContext) -> None:
     if ctx.args.skip_server_warmup:
         ctx.ready = True
         return
+    if ctx.is_embedding:
+        if await embed_probe(ctx, WARMUP_TIMEOUT_S):
+            ctx.ready = True
+            logger.info("warm-up done; the server is ready")
+        else:
+            logger.error("warm-up embedding failed; /health stays 503")
+        return
     tm = ctx.tokenizer_manager
     ids = ctx.tokenizer.encode("The capital city of France is")
     states = await tm.submit(ids, {"max_new_tokens": 4, "temperature": 0}, 1, False, 0)
@@ -32,3 +43,13 @@ async def warm_up(ctx: ServerContext) -> None:
         logger.info("warm-up done; the server is ready")
     else:
         logger.error("warm-up generate failed (%s); /health stays 503", states[0].error or "timeout")
+
+
+async def embed_probe(ctx: ServerContext, timeout_s: float) -> bool:
+    """Embeds one short text through the pipeline; True if the vector arrived in time."""
+    message = EmbedRequest(uuid.uuid4().hex, [ctx.tokenizer.encode("warm-up")])
+    try:
+        await asyncio.wait_for(ctx.tokenizer_manager.forward_only(message), timeout_s)
+    except (TimeoutError, InvalidRequest):
+        return False
+    return True

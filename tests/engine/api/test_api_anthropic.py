@@ -189,13 +189,13 @@ BAD_BODIES: dict[str, tuple[dict[str, Any], str]] = {
         {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": [IMAGE]}]},
         "not supported",
     ),
-    "tool_use block": (
-        {"model": MODEL, "max_tokens": 8, "messages": [*FRANCE, {"role": "assistant", "content": [TOOL_USE]}]},
-        "tool calling is not enabled",
+    "tool_use block in a user turn": (
+        {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": [TOOL_USE]}]},
+        "not supported",
     ),
-    "tool_result block": (
-        {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": [TOOL_RESULT]}]},
-        "tool calling is not enabled",
+    "tool_result block in an assistant turn": (
+        {"model": MODEL, "max_tokens": 8, "messages": [*FRANCE, {"role": "assistant", "content": [TOOL_RESULT]}]},
+        "not supported",
     ),
     "tools": ({"model": MODEL, "max_tokens": 8, "messages": FRANCE, "tools": TOOLS}, "tool calling is not enabled"),
     "context overflow": (

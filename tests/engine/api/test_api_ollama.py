@@ -236,12 +236,16 @@ def test_unknown_model_is_404(client: ollama.Client) -> None:
         ("/api/chat", {"model": MODEL, "messages": FRANCE, "options": {"top_p": 0}}, "top_p"),
         (
             "/api/chat",
-            {"model": MODEL, "messages": FRANCE, "format": "json"},
-            "format is not supported",
+            {"model": MODEL, "messages": FRANCE, "format": "xml"},
+            'format must be "json" or a JSON schema',
         ),
         (
             "/api/chat",
-            {"model": MODEL, "messages": FRANCE, "tools": [{"type": "function"}]},
+            {
+                "model": MODEL,
+                "messages": FRANCE,
+                "tools": [{"type": "function", "function": {"name": "f"}}],
+            },
             "tool calling",
         ),
         ("/api/chat", {"model": MODEL, "messages": FRANCE, "think": True}, "thinking"),
@@ -276,7 +280,7 @@ def test_broken_body_is_400_and_the_server_keeps_serving(
         assert reply.status_code == 400
         assert isinstance(reply.json()["error"], str)
     with pytest.raises(ollama.ResponseError) as err:
-        list(client.chat(model=MODEL, messages=FRANCE, stream=True, format="json"))
+        list(client.chat(model=MODEL, messages=FRANCE, stream=True, format={"type": "objec"}))
     assert err.value.status_code == 400
     assert "Paris" in (
         client.chat(model=MODEL, messages=FRANCE, options=GREEDY).message.content or ""

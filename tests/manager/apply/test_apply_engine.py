@@ -22,7 +22,8 @@ from manager.lifecycle.desired_state import ENTRY_LABEL
 from manager.lifecycle.watch_status import status_path
 from manager.state.records import EngineRecord, RecordStore
 from tests.conftest import SMOLLM2_REPO
-from tests.manager.conftest import GOMGR, Env
+from tests.manager.conftest import GOMGR
+from tests.support.gomgr_env import Env
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from openai import OpenAI
 
 from manager.state.records import RecordStore
 from tests.conftest import SMOLLM2_REPO
-from tests.manager.conftest import Env
+from tests.support.gomgr_env import Env
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from engine.server.server_args import REASONING_PARSERS, TOOL_CALL_PARSERS
+from engine.function_call.registry import TOOL_CALL_DETECTORS
+from engine.reasoning.registry import REASONING_FORMATS
 from manager.manifests import load_catalog
 from manager.manifests.loading import load_yaml_model
 from manager.manifests.locations import builtin_dir
@@ -25,8 +26,8 @@ def test_catalog_holds_every_builtin() -> None:
 
 
 def test_parser_names_equal_the_engines() -> None:
-    assert get_args(ToolCallParser) == TOOL_CALL_PARSERS
-    assert get_args(ReasoningParser) == REASONING_PARSERS
+    assert set(get_args(ToolCallParser)) == set(TOOL_CALL_DETECTORS)
+    assert set(get_args(ReasoningParser)) == set(REASONING_FORMATS)
 
 
 def test_builtin_parsers_are_the_documented_ones() -> None:

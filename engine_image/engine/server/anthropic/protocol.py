@@ -12,7 +12,7 @@ from typing import Any, Literal
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.server.openai.protocol import ContentPart
+from engine.server.openai.protocol import ContentPart, ToolName
 
 # ---------------------------------------------------------------- requests
 
@@ -22,17 +22,48 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class ContentBlock(_Body):
+    """A request content block: text, tool_use (assistant) or tool_result (user).
+
+    NOTE: blocks of every type parse here; serving drops thinking blocks and refuses the
+    other kinds (image, document, ...).
+    """
+
+    type: str
+    text: str | None = None
+    id: str | None = None  # tool_use
+    name: str | None = None  # tool_use
+    input: dict[str, Any] | None = None  # tool_use
+    tool_use_id: str | None = None  # tool_result
+    content: str | list[ContentPart] | None = None  # tool_result
+    is_error: bool | None = None  # tool_result
+
+
 class InputMessage(_Body):
     role: Literal["user", "assistant"]
-    # NOTE: blocks of every type parse here (type + text); serving refuses all but text.
-    content: str | list[ContentPart]
+    content: str | list[ContentBlock]
+
+
+class ToolDefinition(_Body):
+    # NOTE: a type other than "custom" is one of Anthropic's server tools (web search, ...).
+    type: Literal["custom"] | None = None
+    name: ToolName
+    description: str | None = None
+    input_schema: dict[str, Any]
+
+
+class ToolChoice(_Body):
+    type: Literal["auto", "any", "tool", "none"]
+    name: str | None = None
+    disable_parallel_tool_use: bool | None = None
 
 
 class CountTokensRequest(_Body):
     model: str
     messages: list[InputMessage] = Field(min_length=1)
     system: str | list[ContentPart] | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: list[ToolDefinition] | None = None
+    tool_choice: ToolChoice | None = None
 
 
 class MessagesRequest(CountTokensRequest):
@@ -47,7 +78,7 @@ class MessagesRequest(CountTokensRequest):
 
 # ---------------------------------------------------------------- responses
 
-StopReason = Literal["end_turn", "max_tokens", "stop_sequence"]
+StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use"]
 
 
 class _Tagged(msgspec.Struct, tag_field="type"):
@@ -56,6 +87,15 @@ class _Tagged(msgspec.Struct, tag_field="type"):
 
 class TextBlock(_Tagged, tag="text"):
     text: str
+
+
+class ToolUseBlock(_Tagged, tag="tool_use"):
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+ResponseBlock = TextBlock | ToolUseBlock
 
 
 class Usage(msgspec.Struct):
@@ -68,7 +108,7 @@ class Message(_Tagged, tag="message", kw_only=True):
     id: str
     role: str = "assistant"
     model: str
-    content: list[TextBlock]
+    content: list[ResponseBlock]
     stop_reason: StopReason | None
     stop_sequence: str | None
     usage: Usage
@@ -96,7 +136,7 @@ class MessageStart(_Tagged, tag="message_start"):
 
 class ContentBlockStart(_Tagged, tag="content_block_start"):
     index: int
-    content_block: TextBlock
+    content_block: ResponseBlock
 
 
 class Ping(_Tagged, tag="ping"):
@@ -107,9 +147,13 @@ class TextDelta(_Tagged, tag="text_delta"):
     text: str
 
 
+class InputJsonDelta(_Tagged, tag="input_json_delta"):
+    partial_json: str
+
+
 class ContentBlockDelta(_Tagged, tag="content_block_delta"):
     index: int
-    delta: TextDelta
+    delta: TextDelta | InputJsonDelta
 
 
 class ContentBlockStop(_Tagged, tag="content_block_stop"):

@@ -11,14 +11,19 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
+import orjson
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
+from engine.server.anthropic.chat_translation import (
+    chat_messages,
+    chat_request,
+    chat_tool_choice,
+    chat_tools,
+)
 from engine.server.anthropic.errors import error_body
 from engine.server.anthropic.protocol import (
-    ContentBlockDelta,
     ContentBlockStart,
-    ContentBlockStop,
     CountTokensRequest,
     CountTokensResponse,
     DeltaUsage,
@@ -28,61 +33,35 @@ from engine.server.anthropic.protocol import (
     MessageStart,
     MessageStop,
     Ping,
+    ResponseBlock,
     StopDelta,
     StopReason,
     TextBlock,
-    TextDelta,
+    ToolUseBlock,
     Usage,
     encode_json,
     sse_event,
 )
+from engine.server.anthropic.stream_blocks import BlockEvents, new_tool_use_id
 from engine.server.context import ServerContext
-from engine.server.http_errors import ApiError, bad_request
+from engine.server.http_errors import ApiError
 from engine.server.native_generate import check_prompt, sampling_params_for
+from engine.server.openai.chat_output import ChatOutputParser, chat_output_parser
 from engine.server.openai.chat_template import chat_prompt_ids
-from engine.server.openai.protocol import ChatCompletionRequest, ChatMessage, ContentPart
 from engine.server.openai.sampling import sampling_params
+from engine.server.openai.tool_calls import tool_calling, with_call_grammar
 from engine.server.tokenizer_manager import RequestState
-
-_TOOL_BLOCKS = {"tool_use", "tool_result"}
-_NO_TOOLS = "tool calling is not enabled for this model: it needs a tool-call parser from the model's manifest"
-
-
-def _check_blocks(content: str | list[ContentPart] | None) -> None:
-    # NOTE: other non-text blocks (image, document, ...) are refused by the chat template's
-    # message_text, which only takes text parts.
-    if isinstance(content, list) and any(block.type in _TOOL_BLOCKS for block in content):
-        raise bad_request(_NO_TOOLS)
-
-
-def chat_messages(body: CountTokensRequest) -> list[ChatMessage]:
-    """The Anthropic system prompt and messages as OpenAI chat messages."""
-    if body.tools:
-        raise bad_request(_NO_TOOLS)
-    _check_blocks(body.system)
-    messages = [ChatMessage(role="system", content=body.system)] if body.system else []
-    for message in body.messages:
-        _check_blocks(message.content)
-        messages.append(ChatMessage(role=message.role, content=message.content))
-    return messages
-
-
-def chat_request(body: MessagesRequest) -> ChatCompletionRequest:
-    return ChatCompletionRequest(
-        model=body.model,
-        messages=chat_messages(body),
-        max_tokens=body.max_tokens,
-        stop=body.stop_sequences,
-        temperature=body.temperature,
-        top_p=body.top_p,
-        top_k=body.top_k,
-        stream=body.stream,
-    )
 
 
 def count_tokens(ctx: ServerContext, body: CountTokensRequest) -> Response:
-    ids = chat_prompt_ids(ctx.tokenizer, chat_messages(body))
-    return Response(encode_json(CountTokensResponse(input_tokens=len(ids))), media_type="application/json")
+    # NOTE: tools count as /v1/messages would render them, and are refused where it would.
+    calling = tool_calling(
+        chat_tools(body), chat_tool_choice(body.tool_choice), ctx.args.tool_call_parser
+    )
+    ids = chat_prompt_ids(ctx.tokenizer, chat_messages(body), None, calling.template_tools)
+    return Response(
+        encode_json(CountTokensResponse(input_tokens=len(ids))), media_type="application/json"
+    )
 
 
 def stop_reason(state: RequestState) -> tuple[StopReason, str | None]:
@@ -101,25 +80,48 @@ def stop_reason(state: RequestState) -> tuple[StopReason, str | None]:
 
 async def create_message(ctx: ServerContext, body: MessagesRequest, request: Request) -> Response:
     chat = chat_request(body)
-    ids = chat_prompt_ids(ctx.tokenizer, chat.messages)
+    calling = tool_calling(chat.tools, chat.tool_choice, ctx.args.tool_call_parser)
+    ids = chat_prompt_ids(ctx.tokenizer, chat.messages, None, calling.template_tools)
     check_prompt(ctx, ids)
-    params, _ = sampling_params_for(ctx, sampling_params(chat, body.max_tokens))
+    params, _ = sampling_params_for(
+        ctx, with_call_grammar(sampling_params(chat, body.max_tokens), calling)
+    )
+    # NOTE: reasoning stays in the text here: thinking blocks are not produced.
+    parser = chat_output_parser(None, calling.detector, calling.names)
     tm = ctx.tokenizer_manager
     (state,) = await tm.submit(ids, params, 1, False, 0)
     message_id = f"msg_{uuid.uuid4().hex}"
     if body.stream:
-        return StreamingResponse(_stream(ctx, state, message_id, body.model), media_type="text/event-stream")
+        stream = _stream(ctx, state, parser, message_id, body.model)
+        return StreamingResponse(stream, media_type="text/event-stream")
     await tm.wait(state, request.is_disconnected)
     reason, sequence = stop_reason(state)
+    content = _blocks(state.text, parser)
+    if reason == "end_turn" and any(isinstance(block, ToolUseBlock) for block in content):
+        reason = "tool_use"
     message = Message(
         id=message_id,
         model=body.model,
-        content=[TextBlock(text=state.text)],
+        content=content,
         stop_reason=reason,
         stop_sequence=sequence,
         usage=_usage(state),
     )
     return Response(encode_json(message), media_type="application/json")
+
+
+def _blocks(text: str, parser: ChatOutputParser | None) -> list[ResponseBlock]:
+    if parser is None:
+        return [TextBlock(text=text)]
+    output = parser.parse(text)
+    blocks: list[ResponseBlock] = []
+    if output.content.strip() or not output.calls:
+        blocks.append(TextBlock(text=output.content))
+    for call in output.calls:
+        blocks.append(
+            ToolUseBlock(id=new_tool_use_id(), name=call.name, input=orjson.loads(call.arguments))
+        )
+    return blocks
 
 
 def _usage(state: RequestState) -> Usage:
@@ -130,23 +132,52 @@ def _usage(state: RequestState) -> Usage:
     )
 
 
-async def _stream(ctx: ServerContext, state: RequestState, message_id: str, model: str) -> AsyncIterator[bytes]:
-    start = Message(id=message_id, model=model, content=[], stop_reason=None, stop_sequence=None, usage=_usage(state))
+async def _stream(
+    ctx: ServerContext,
+    state: RequestState,
+    parser: ChatOutputParser | None,
+    message_id: str,
+    model: str,
+) -> AsyncIterator[bytes]:
+    start = Message(
+        id=message_id,
+        model=model,
+        content=[],
+        stop_reason=None,
+        stop_sequence=None,
+        usage=_usage(state),
+    )
     yield sse_event(MessageStart(message=start))
-    yield sse_event(ContentBlockStart(index=0, content_block=TextBlock(text="")))
+    blocks = BlockEvents(text_open=parser is None)
+    if parser is None:
+        yield sse_event(ContentBlockStart(index=0, content_block=TextBlock(text="")))
     yield sse_event(Ping())
     sent = 0
     async with aclosing(ctx.tokenizer_manager.updates([state])) as updates:
         async for _ in updates:
-            if len(state.text) > sent:
-                yield sse_event(ContentBlockDelta(index=0, delta=TextDelta(text=state.text[sent:])))
-                sent = len(state.text)
+            new, sent = state.text[sent:], len(state.text)
+            if parser is None:
+                events = blocks.text(new)
+            else:
+                out = parser.feed(new, final=state.finished)
+                events = blocks.text(out.content)
+                for call in out.calls:
+                    events += blocks.call(call)
+            for event in events:
+                yield sse_event(event)
     try:
         reason, sequence = stop_reason(state)
     except ApiError as err:
         yield sse_event(error_body(err))
         return
-    yield sse_event(ContentBlockStop(index=0))
-    usage = DeltaUsage(output_tokens=state.completion_tokens, cache_read_input_tokens=state.cached_tokens)
-    yield sse_event(MessageDelta(delta=StopDelta(stop_reason=reason, stop_sequence=sequence), usage=usage))
+    for event in blocks.close():
+        yield sse_event(event)
+    if reason == "end_turn" and blocks.called_tools:
+        reason = "tool_use"
+    usage = DeltaUsage(
+        output_tokens=state.completion_tokens, cache_read_input_tokens=state.cached_tokens
+    )
+    yield sse_event(
+        MessageDelta(delta=StopDelta(stop_reason=reason, stop_sequence=sequence), usage=usage)
+    )
     yield sse_event(MessageStop())

@@ -12,6 +12,8 @@ from typing import Any, Literal
 import msgspec
 from pydantic import BaseModel, ConfigDict
 
+from engine.server.openai.protocol import Tool, ToolCallMessage
+
 # ---------------------------------------------------------------- requests
 
 
@@ -40,7 +42,7 @@ class Message(_Body):
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None  # NOTE: null is "" to Ollama (a Go string), as some clients send it
     images: list[str] | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCallMessage] | None = None
 
 
 class _GenerationBody(_Body):
@@ -53,7 +55,7 @@ class _GenerationBody(_Body):
 
 class ChatRequest(_GenerationBody):
     messages: list[Message] | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: list[Tool] | None = None
 
 
 class GenerateRequest(_GenerationBody):
@@ -102,9 +104,19 @@ class _Reply(_Out):
     eval_duration: int | None = None
 
 
+class FunctionCallReply(_Out):
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolCallReply(_Out):
+    function: FunctionCallReply
+
+
 class AssistantMessage(_Out):
     role: str
     content: str
+    tool_calls: list[ToolCallReply] | None = None
 
 
 class ChatReply(_Reply, kw_only=True):

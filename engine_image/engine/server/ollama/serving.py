@@ -9,6 +9,7 @@ from contextlib import aclosing, suppress
 from typing import Any
 
 import msgspec
+import orjson
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
@@ -16,6 +17,7 @@ from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request
 from engine.server.native_generate import check_prompt, sampling_params_for
 from engine.server.ollama.protocol import Done, Options, encode_json, ndjson_line
+from engine.server.openai.sampling import JSON_OBJECT_SCHEMA
 from engine.server.tokenizer_manager import RequestState
 
 # NOTE: how often a non-streamed request checks whether its client is still there.
@@ -48,16 +50,25 @@ def check_model(ctx: ServerContext, model: str) -> None:
         raise ApiError(404, f"model '{model}' not found, try pulling it first")
 
 
-def refuse_unavailable(
-    ctx: ServerContext, fmt: str | dict[str, Any] | None, think: bool | str | None
-) -> None:
-    if fmt not in (None, ""):
-        raise bad_request("format is not supported yet")
+def refuse_unavailable(ctx: ServerContext, think: bool | str | None) -> None:
     if think not in (None, False):
         raise bad_request(f"'{ctx.args.model_name}' does not support thinking")
 
 
-def sampling_params(ctx: ServerContext, options: Options | None, ids: list[int]) -> dict[str, Any]:
+def format_schema(fmt: str | dict[str, Any] | None) -> str | None:
+    """Ollama's ``format`` ("json", or a JSON schema) as the json_schema sampling parameter."""
+    if fmt in (None, ""):
+        return None
+    if fmt == "json":
+        return JSON_OBJECT_SCHEMA
+    if isinstance(fmt, dict):
+        return orjson.dumps(fmt).decode()
+    raise bad_request(f'format must be "json" or a JSON schema, got {fmt!r}')
+
+
+def sampling_params(
+    ctx: ServerContext, options: Options | None, ids: list[int], fmt: str | dict[str, Any] | None
+) -> dict[str, Any]:
     """Validated engine sampling params for a prompt of ``ids`` (also checked against the context)."""
     check_prompt(ctx, ids)
     options = options or Options()
@@ -75,6 +86,9 @@ def sampling_params(ctx: ServerContext, options: Options | None, ids: list[int])
             raw[param] = value
     if options.stop:
         raw["stop"] = [options.stop] if isinstance(options.stop, str) else options.stop
+    schema = format_schema(fmt)
+    if schema is not None:
+        raw["json_schema"] = schema
     params, _ = sampling_params_for(ctx, raw)
     return params
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import orjson
 from fastapi import Request
 from fastapi.responses import Response
 
@@ -14,32 +15,65 @@ from engine.server.ollama.protocol import (
     ChatReply,
     ChatRequest,
     Done,
+    FunctionCallReply,
+    ToolCallReply,
     done_fields,
     encode_json,
     timestamp,
 )
 from engine.server.ollama.serving import (
     Generation,
+    Render,
     check_model,
     refuse_unavailable,
     respond,
     sampling_params,
 )
+from engine.server.openai.chat_output import ChatOutputParser, chat_output_parser
 from engine.server.openai.chat_template import chat_prompt_ids
 from engine.server.openai.protocol import ChatMessage
+from engine.server.openai.tool_calls import tool_calling
 
 
-def chat_reply(model: str, content: str, done: Done | None) -> ChatReply:
-    message = AssistantMessage(role="assistant", content=content)
+def chat_reply(
+    model: str, content: str, done: Done | None, tool_calls: list[ToolCallReply] | None = None
+) -> ChatReply:
+    message = AssistantMessage(role="assistant", content=content, tool_calls=tool_calls)
     return ChatReply(model=model, created_at=timestamp(), message=message, **done_fields(done))
+
+
+def tool_call_render(model: str, parser: ChatOutputParser) -> Render:
+    """Replies whose text goes through the tool-call parser; calls come whole, in the last one.
+
+    NOTE: Ollama sends each call complete (arguments as an object), never in fragments.
+    """
+    names: dict[int, str] = {}
+    arguments: dict[int, str] = {}
+
+    def render(text: str, done: Done | None) -> ChatReply:
+        out = parser.feed(text, final=done is not None)
+        for delta in out.calls:
+            if delta.name is not None:
+                names[delta.index] = delta.name
+            arguments[delta.index] = arguments.get(delta.index, "") + delta.arguments
+        if done is None or not names:
+            return chat_reply(model, out.content, done)
+        calls = [
+            ToolCallReply(
+                function=FunctionCallReply(name=names[i], arguments=orjson.loads(arguments[i]))
+            )
+            for i in sorted(names)
+        ]
+        return chat_reply(model, out.content, done, calls)
+
+    return render
 
 
 async def chat(ctx: ServerContext, body: ChatRequest, request: Request) -> Response:
     started_ns = time.perf_counter_ns()
     check_model(ctx, body.model)
-    refuse_unavailable(ctx, body.format, body.think)
-    if body.tools:
-        raise bad_request("tool calling is not enabled for this model")
+    refuse_unavailable(ctx, body.think)
+    calling = tool_calling(body.tools, "auto", ctx.args.tool_call_parser)
     if not body.messages:
         # NOTE: Ollama's documented "load a model" call; the engine's model is always loaded.
         loaded = ChatReply(
@@ -55,8 +89,14 @@ async def chat(ctx: ServerContext, body: ChatRequest, request: Request) -> Respo
     messages = [
         ChatMessage(role=m.role, content=m.content, tool_calls=m.tool_calls) for m in body.messages
     ]
-    ids = chat_prompt_ids(ctx.tokenizer, messages)
-    generation = Generation(ctx, ids, sampling_params(ctx, body.options, ids), started_ns)
-    return await respond(
-        generation, body.stream, lambda text, done: chat_reply(body.model, text, done), request
+    ids = chat_prompt_ids(ctx.tokenizer, messages, None, calling.template_tools)
+    generation = Generation(
+        ctx, ids, sampling_params(ctx, body.options, ids, body.format), started_ns
     )
+    parser = chat_output_parser(None, calling.detector, calling.names)
+    render: Render = (
+        (lambda text, done: chat_reply(body.model, text, done))
+        if parser is None
+        else tool_call_render(body.model, parser)
+    )
+    return await respond(generation, body.stream, render, request)

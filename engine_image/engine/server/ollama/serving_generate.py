@@ -29,7 +29,7 @@ from engine.server.openai.protocol import ChatMessage
 
 
 def _refuse_unavailable(ctx: ServerContext, body: GenerateRequest) -> None:
-    refuse_unavailable(ctx, body.format, body.think)
+    refuse_unavailable(ctx, body.think)
     if body.template:
         raise bad_request("template is not supported; the model's own chat template is used")
     if body.suffix:
@@ -66,7 +66,9 @@ async def generate(ctx: ServerContext, body: GenerateRequest, request: Request) 
         )
         return Response(encode_json(loaded), media_type="application/json")
     ids = prompt_ids(ctx, body)
-    generation = Generation(ctx, ids, sampling_params(ctx, body.options, ids), started_ns)
+    generation = Generation(
+        ctx, ids, sampling_params(ctx, body.options, ids, body.format), started_ns
+    )
 
     def render(text: str, done: Done | None) -> GenerateReply:
         # NOTE: the final reply's context lets a client continue the conversation (not in raw mode).

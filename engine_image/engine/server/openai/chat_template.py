@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from jinja2 import TemplateError
 from transformers import PreTrainedTokenizerBase
 
 from engine.server.http_errors import bad_request
-from engine.server.openai.protocol import ChatMessage
+from engine.server.openai.protocol import ChatMessage, ToolCallMessage
 
 _ROLES = {"system", "user", "assistant", "tool", "developer"}
 
@@ -18,7 +20,10 @@ def message_text(message: ChatMessage) -> str:
     texts = []
     for part in message.content:
         if part.type != "text" or part.text is None:
-            raise bad_request(f"content parts of type {part.type!r} are not supported; send text", param="messages")
+            raise bad_request(
+                f"content parts of type {part.type!r} are not supported; send text",
+                param="messages",
+            )
         texts.append(part.text)
     return "".join(texts)
 
@@ -28,28 +33,66 @@ def template_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     for message in messages:
         if message.role not in _ROLES:
             raise bad_request(
-                f"unknown role {message.role!r}; use one of {', '.join(sorted(_ROLES))}", param="messages"
+                f"unknown role {message.role!r}; use one of {', '.join(sorted(_ROLES))}",
+                param="messages",
             )
         # NOTE: OpenAI's "developer" role is the newer name of "system".
         role = "system" if message.role == "developer" else message.role
         entry: dict[str, Any] = {"role": role, "content": message_text(message)}
         if message.tool_calls:
-            entry["tool_calls"] = message.tool_calls
+            entry["tool_calls"] = [_template_call(call) for call in message.tool_calls]
         if message.tool_call_id:
             entry["tool_call_id"] = message.tool_call_id
         out.append(entry)
     return out
 
 
+def _template_call(call: ToolCallMessage) -> dict[str, Any]:
+    """A history call as chat templates expect it: arguments as an object, not JSON text.
+
+    NOTE: templates write ``arguments | tojson``; a string would be encoded twice.
+    """
+    arguments = call.function.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise bad_request(
+                f"tool call {call.function.name!r}: function.arguments must be a JSON object",
+                param="messages",
+            )
+    entry: dict[str, Any] = {
+        "type": "function",
+        "function": {"name": call.function.name, "arguments": arguments},
+    }
+    if call.id is not None:
+        entry["id"] = call.id
+    return entry
+
+
 def chat_prompt_ids(
     tokenizer: PreTrainedTokenizerBase,
     messages: list[ChatMessage],
     template_kwargs: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> list[int]:
+    """``tools`` are OpenAI tool definitions, rendered by the template where it supports them."""
     if tokenizer.chat_template is None:
         raise bad_request("this model has no chat template; use /v1/completions")
-    prompt = tokenizer.apply_chat_template(
-        template_messages(messages), add_generation_prompt=True, tokenize=False, **(template_kwargs or {})
-    )
+    # NOTE: the caller's template kwargs never override how the prompt is rendered.
+    kwargs = {
+        **(template_kwargs or {}),
+        "tools": tools,
+        "add_generation_prompt": True,
+        "tokenize": False,
+    }
+    try:
+        prompt = tokenizer.apply_chat_template(template_messages(messages), **kwargs)
+    except TemplateError as err:
+        raise bad_request(
+            f"the model's chat template refused these messages: {err}", param="messages"
+        ) from None
     # NOTE: the template already wrote any BOS it wants; do not add special tokens again.
     return tokenizer.encode(prompt, add_special_tokens=False)

@@ -6,7 +6,7 @@ straight to bytes, so no pydantic object is built per token.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,17 +28,71 @@ class ContentPart(_Body):
     text: str | None = None
 
 
+class FunctionCall(_Body):
+    name: str
+    # NOTE: OpenAI sends a JSON string; Ollama (and some clients) an object.
+    arguments: str | dict[str, Any]
+
+
+class ToolCallMessage(_Body):
+    """A call in an assistant message of the history."""
+
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
 class ChatMessage(_Body):
     role: str
     content: str | list[ContentPart] | None = None
     name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCallMessage] | None = None
     tool_call_id: str | None = None
+
+
+# NOTE: OpenAI's and Anthropic's tool-name rule, plus "." for dotted (pythonic) names.
+ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]{1,64}$")]
+
+
+class FunctionDefinition(_Body):
+    name: ToolName
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class Tool(_Body):
+    type: Literal["function"]
+    function: FunctionDefinition
+
+
+class FunctionName(_Body):
+    name: str
+
+
+class NamedToolChoice(_Body):
+    type: Literal["function"]
+    function: FunctionName
+
+
+ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice
+
+
+class JsonSchemaFormat(_Body):
+    """``response_format.json_schema``; the schema is always enforced, strict or not."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    name: str
+    description: str | None = None
+    # NOTE: aliased, as a field named "schema" would shadow pydantic's BaseModel.schema.
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
 
 
 class ResponseFormat(_Body):
     type: Literal["text", "json_object", "json_schema"]
-    json_schema: dict[str, Any] | None = None
+    json_schema: JsonSchemaFormat | None = None
 
 
 class SamplingFields(_Body):
@@ -61,6 +115,11 @@ class SamplingFields(_Body):
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
+    # Structured output: OpenAI's response_format, or SGLang's extras (at most one of them).
+    response_format: ResponseFormat | None = None
+    json_schema: str | dict[str, Any] | None = None
+    regex: str | None = None
+    ebnf: str | None = None
 
 
 class ChatCompletionRequest(SamplingFields):
@@ -69,9 +128,8 @@ class ChatCompletionRequest(SamplingFields):
     max_completion_tokens: int | None = Field(default=None, ge=0)
     logprobs: bool = False
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
-    response_format: ResponseFormat | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
     chat_template_kwargs: dict[str, Any] | None = None
 
 
@@ -122,9 +180,22 @@ class ChoiceLogprobs(_Out):
     content: list[TokenLogprob]
 
 
+class FunctionCallOut(_Out):
+    name: str
+    arguments: str
+
+
+class ToolCallOut(_Out):
+    id: str
+    type: str
+    function: FunctionCallOut
+
+
 class AssistantMessage(_Out):
     role: str
     content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[ToolCallOut] | None = None
 
 
 class ChatChoice(_Out):
@@ -143,9 +214,25 @@ class ChatCompletion(_Out):
     usage: Usage
 
 
+class FunctionCallDelta(_Out):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDeltaOut(_Out):
+    """A streamed call: the first one of an index carries id, type and name."""
+
+    index: int
+    function: FunctionCallDelta
+    id: str | None = None
+    type: str | None = None
+
+
 class Delta(_Out):
     role: str | None = None
     content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[ToolCallDeltaOut] | None = None
 
 
 class ChunkChoice(_Out):

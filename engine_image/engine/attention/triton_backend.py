@@ -1,0 +1,70 @@
+"""Attention with Triton kernels over the page-size-1 KV pool; the default on CUDA.
+
+Decode reads KV slots straight from ``req_to_token`` with fixed-shape launches, so a decode
+forward through this backend can be captured in a CUDA graph. Checked against the
+torch-native backend (the reference) in tests/engine/kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.attention.base import AttentionBackend, register_attention_backend
+from engine.kernels.triton.decode_attention import decode_attention
+from engine.kernels.triton.extend_attention import extend_attention
+from engine.runtime.forward_batch import ForwardBatch, ForwardMode
+
+
+@dataclass(frozen=True)
+class _ExtendMetadata:
+    q_starts: torch.Tensor  # [B] start of each request in the flattened token axis
+    extend_lens: torch.Tensor  # [B] new tokens per request
+    prefix_lens: torch.Tensor  # [B] cached tokens per request
+    max_extend_len: int
+
+
+@register_attention_backend("triton")
+class TritonAttention(AttentionBackend):
+    cuda_graph_safe = True
+    # NOTE: SGLang's default split count: enough programs to fill a GPU at batch 1 with
+    # long contexts, cheap (empty splits) for short ones.
+    num_kv_splits = 8
+
+    def init_forward_metadata(self, batch: ForwardBatch) -> None:
+        if batch.mode is ForwardMode.DECODE:
+            # NOTE: decode needs nothing beyond the batch's own tensors; building nothing
+            # here is what keeps a decode forward capturable in a CUDA graph.
+            batch.attn_metadata = None
+            return
+        device = batch.input_ids.device
+        new = batch.extend_seq_lens_cpu
+        starts = [0]
+        for n in new[:-1]:
+            starts.append(starts[-1] + n)
+        batch.attn_metadata = _ExtendMetadata(
+            q_starts=torch.tensor(starts, dtype=torch.int64, device=device),
+            extend_lens=torch.tensor(new, dtype=torch.int64, device=device),
+            prefix_lens=torch.tensor(batch.extend_prefix_lens_cpu, dtype=torch.int64, device=device),
+            max_extend_len=max(new),
+        )
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer_id: int, batch: ForwardBatch
+    ) -> torch.Tensor:
+        batch.kv_pool.set_kv(layer_id, batch.out_cache_loc, k, v)
+        k_buffer = batch.kv_pool.k_buffer(layer_id)
+        v_buffer = batch.kv_pool.v_buffer(layer_id)
+        if batch.mode is ForwardMode.DECODE:
+            out = decode_attention(
+                q, k_buffer, v_buffer, batch.req_to_token, batch.req_pool_indices,
+                batch.seq_lens, self.scale, num_splits=self.num_kv_splits,
+            )
+        else:
+            meta: _ExtendMetadata = batch.attn_metadata
+            out = extend_attention(
+                q, k_buffer, v_buffer, batch.req_to_token, batch.req_pool_indices,
+                meta.q_starts, meta.extend_lens, meta.prefix_lens, meta.max_extend_len, self.scale,
+            )
+        return out.view(-1, self.num_heads * self.head_dim)

@@ -1,0 +1,97 @@
+"""One forward of a decoder over whole prompts, beside the generation batches.
+
+The prompts borrow KV slots and request rows from the live pools for the forward and give
+them back right after: nothing enters the radix cache or the decode loop.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.config.model_config import UnsupportedModelError
+from engine.memory import RadixCache
+from engine.models.pooling import PoolingConfig, normalize
+from engine.runtime.forward_batch import ForwardBatch, ForwardMode
+from engine.runtime.forward_only_model import ForwardOnlyModel
+from engine.runtime.model_runner import ModelRunner
+
+
+class DecoderForwardOnly(ForwardOnlyModel):
+    supports_score = True
+
+    def __init__(self, runner: ModelRunner, tree: RadixCache, is_embedding: bool) -> None:
+        self.runner = runner
+        self.tree = tree
+        self.supports_embedding = is_embedding
+        self.vocab_size = runner.model_config.vocab_size
+        self.max_prompt_tokens = min(runner.context_length - 1, runner.max_total_tokens)
+        self.pooling: PoolingConfig | None = None
+        if is_embedding:
+            self.pooling = PoolingConfig.from_dir(runner.model_config.model_path, default_mode="lasttoken")
+            if self.pooling.mode != "lasttoken":
+                raise UnsupportedModelError(
+                    f"{self.pooling.mode} pooling is not supported for decoder embeddings (only lasttoken)"
+                )
+
+    def free_rows(self) -> int:
+        return self.runner.req_to_token_pool.available_size()
+
+    def embed(self, prompts: list[list[int]]) -> torch.Tensor | None:
+        assert self.pooling is not None, "embed is only called on --is-embedding servers"
+        batch = self._borrow(prompts)
+        if batch is None:
+            return None
+        try:
+            return normalize(self.pooling, self.runner.model.last_hidden(batch, self.runner.attention).float())
+        finally:
+            self._give_back(batch)
+
+    def score(self, prompts: list[list[int]], label_token_ids: list[int]) -> torch.Tensor | None:
+        batch = self._borrow(prompts)
+        if batch is None:
+            return None
+        try:
+            logprobs = torch.log_softmax(self.runner.forward(batch), dim=-1)
+        finally:
+            self._give_back(batch)
+        return logprobs[:, torch.tensor(label_token_ids, device=logprobs.device)]
+
+    def _borrow(self, prompts: list[list[int]]) -> ForwardBatch | None:
+        runner = self.runner
+        lens = [len(p) for p in prompts]
+        total = sum(lens)
+        if runner.req_to_token_pool.available_size() < len(prompts):
+            return None
+        slots = runner.allocator.alloc(total)
+        if slots is None:
+            self.tree.evict(total - runner.allocator.available_size())
+            slots = runner.allocator.alloc(total)
+            if slots is None:
+                return None
+        rows: list[int] = []
+        offset = 0
+        for n in lens:
+            row = runner.req_to_token_pool.alloc()
+            assert row is not None, "rows were counted above"
+            runner.req_to_token_pool.write(row, 0, slots[offset : offset + n])
+            rows.append(row)
+            offset += n
+        device = runner.device
+        return ForwardBatch(
+            mode=ForwardMode.EXTEND,
+            input_ids=torch.tensor([t for p in prompts for t in p], dtype=torch.int64, device=device),
+            positions=torch.cat([torch.arange(n, dtype=torch.int64) for n in lens]).to(device),
+            out_cache_loc=slots,
+            req_pool_indices=torch.tensor(rows, dtype=torch.int64, device=device),
+            seq_lens=torch.tensor(lens, dtype=torch.int64, device=device),
+            seq_lens_cpu=lens,
+            extend_prefix_lens_cpu=[0] * len(lens),
+            extend_seq_lens_cpu=lens,
+            req_to_token=runner.req_to_token_pool.req_to_token,
+            kv_pool=runner.kv_pool,
+        )
+
+    def _give_back(self, batch: ForwardBatch) -> None:
+        self.runner.allocator.free(batch.out_cache_loc)
+        for row in batch.req_pool_indices.tolist():
+            self.runner.req_to_token_pool.free(row)

@@ -1,0 +1,87 @@
+"""The scheduler process's loop for an encoder embedding model: no KV cache, no decode loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import zmq
+
+from engine.ipc.messages import (
+    AbortRequest,
+    AnyMessage,
+    ControlResponse,
+    EmbedRequest,
+    FlushCacheRequest,
+    GenerateRequest,
+    Message,
+    RequestError,
+    ScoreRequest,
+    ServerInfoRequest,
+    UpdateWeightsRequest,
+    decode,
+    encode,
+)
+from engine.runtime.encoder_runner import EncoderRunner
+from engine.scheduler.forward_only import ForwardOnlyQueue
+
+_IDLE_POLL_MS = 50
+
+
+class EncoderServer:
+    """Answers every message an HTTP server sends; only embed requests do real work."""
+
+    def __init__(self, runner: EncoderRunner, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]) -> None:
+        self.runner = runner
+        self.inbox = inbox
+        self.outbox = outbox
+        self.server_args = server_args
+        self.queue = ForwardOnlyQueue(runner, runner.config.chunked_prefill_size if runner.config.chunked_prefill_size > 0 else None)
+
+    def run_forever(self) -> None:
+        while True:
+            if not self.queue:
+                self.inbox.poll(_IDLE_POLL_MS)
+            while True:
+                try:
+                    frame = self.inbox.recv(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                self._handle(decode(frame))
+            output = self.queue.run_once()
+            if output is not None:
+                self._send(output)
+
+    def _handle(self, message: AnyMessage) -> None:
+        if isinstance(message, EmbedRequest | ScoreRequest):
+            refused = self.queue.add(message)
+            if refused is not None:
+                self._send(refused)
+        elif isinstance(message, GenerateRequest):
+            for rid in message.rids:
+                self._send(RequestError(rid, "this is an embedding model: it cannot generate text"))
+        elif isinstance(message, AbortRequest):
+            if message.abort_all:
+                self.queue.pending.clear()
+            elif message.rid is not None:
+                self.queue.abort(message.rid)
+        elif isinstance(message, FlushCacheRequest):
+            self._send(ControlResponse(message.request_id, True, "Cache flushed."))
+        elif isinstance(message, UpdateWeightsRequest):
+            self._send(ControlResponse(message.request_id, False, "weight updates are not supported for encoder models"))
+        elif isinstance(message, ServerInfoRequest):
+            self._send(ControlResponse(message.request_id, True, payload=self.server_info()))
+
+    def server_info(self) -> dict[str, Any]:
+        return {
+            **self.server_args,
+            "max_total_tokens": 0,
+            "context_length": self.runner.context_length,
+            "num_running_reqs": 0,
+            "num_waiting_reqs": len(self.queue.pending),
+            "weight_version": 1,
+            "device": str(self.runner.device),
+            "dtype": str(self.runner.dtype).removeprefix("torch."),
+        }
+
+    def _send(self, message: Message) -> None:
+        self.outbox.send(encode(message))

@@ -1,0 +1,83 @@
+"""An isolated manager for tests: its own state dir, config dir, router port and token file,
+and the session's model store, driven through the real `gomgr` console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from manager.state.paths import StatePaths
+from manager.state.records import RecordStore
+from router.daemon import RouterDaemon
+from tests.support.engine_process import free_port
+
+GOMGR = Path(sys.executable).parent / "gomgr"
+
+
+@dataclass(frozen=True)
+class Env:
+    vars: dict[str, str]
+    state: StatePaths
+    router_port: int
+
+    @classmethod
+    def isolated(cls, root: Path, store: Path) -> Env:
+        """Everything under `root`; `store` holds the session's SmolLM2, so a start pulls nothing."""
+        port = free_port()
+        variables = {
+            **os.environ,
+            "GOMGR_STATE_DIR": str(root / "state"),
+            "GOMGR_CONFIG_DIR": str(root / "config"),
+            "GOMGR_ROUTER_PORT": str(port),
+            "GOMGR_ROUTER_TOKEN_FILE": str(root / "router.token"),
+            "GOMGR_MODELS_DIR": str(store),
+        }
+        return cls(variables, StatePaths(root / "state"), port)
+
+    @property
+    def router_url(self) -> str:
+        return f"http://127.0.0.1:{self.router_port}"
+
+    def gomgr(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(GOMGR), *args], capture_output=True, text=True, env=self.vars, timeout=600,
+            check=False,
+        )  # fmt: skip
+
+    def start(self, *args: str) -> dict[str, Any]:
+        """`gomgr start ARGS --json`, asserted to succeed; the record, plus its stderr."""
+        result = self.gomgr("start", *args, "--json")
+        assert result.returncode == 0, result.stderr
+        return dict(json.loads(result.stdout)) | {"stderr": result.stderr}
+
+    def ps(self) -> list[dict[str, Any]]:
+        result = self.gomgr("ps", "--json")
+        assert result.returncode == 0, result.stderr
+        return list(json.loads(result.stdout))
+
+    def daemon(self) -> RouterDaemon:
+        token_file = Path(self.vars["GOMGR_ROUTER_TOKEN_FILE"])
+        return RouterDaemon(self.state.router_dir, "127.0.0.1", self.router_port, token_file)
+
+    def routed_models(self) -> list[str]:
+        reply = httpx.get(f"{self.router_url}/v1/models", timeout=5)
+        return [card["id"] for card in reply.json()["data"]]
+
+    def end_everything(self) -> None:
+        """Kill, by pid, every engine process the records name, and stop the background router."""
+        for record in RecordStore(self.state).all():
+            if record.handle.runtime != "process":
+                continue
+            try:
+                os.killpg(record.handle.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.daemon().stop()
