@@ -15,7 +15,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import engine_streaming, engine_vs_transformers, router_overhead, sse_encoder
+from bench import (
+    engine_streaming,
+    engine_vs_transformers,
+    grammar_cost,
+    router_overhead,
+    sse_encoder,
+)
+from bench.serving import cli as serving_cli
+from bench.serving import report as serving_report
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 # NOTE: 16 new tokens, not the module's 32: with 32 a shared 2-core machine took 12 minutes.
@@ -55,6 +63,17 @@ def run_router_overhead() -> str:
     return section(_now(), _machine(), result["command"], router_overhead.markdown_table(result))
 
 
+def run_grammar_cost() -> str:
+    result = grammar_cost.run(batch=8, steps=16, repeats=3, threads=1)
+    return section(_now(), _machine(), result["command"], grammar_cost.markdown_table(result))
+
+
+def run_serving() -> str:
+    result = serving_cli.run_and_save([])
+    body = serving_report.markdown(result)
+    return section(result["date"], result["machine"], result["command"], body)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -68,6 +87,8 @@ BENCHMARKS: dict[str, Callable[[], str]] = {
     "sse_encoder": run_sse_encoder,
     "engine_streaming": run_engine_streaming,
     "router_overhead": run_router_overhead,
+    "grammar_cost": run_grammar_cost,
+    "serving": run_serving,
 }
 
 

