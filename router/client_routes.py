@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +14,7 @@ from router.api_keys import ApiKeys
 from router.backend import Backend
 from router.errors import model_not_found
 from router.metrics import RouterMetrics
+from router.ollama_routes import ollama_model_fields
 from router.registry import Registry
 
 OLLAMA_API_VERSION = "0.6.4"  # NOTE: the Ollama release the engine's Ollama routes follow
@@ -86,21 +86,6 @@ def _model_card(backend: Backend) -> dict[str, Any]:
 
 
 def _ollama_tag(backend: Backend) -> dict[str, Any]:
-    """Ollama's /api/tags entry; the router knows no file sizes or quantization, so those are empty."""
-    return {
-        "name": backend.model,
-        "model": backend.model,
-        "modified_at": datetime.fromtimestamp(backend.created, UTC)
-        .isoformat()
-        .replace("+00:00", "Z"),
-        "size": 0,
-        "digest": hashlib.sha256(backend.model.encode()).hexdigest(),
-        "details": {
-            "parent_model": "",
-            "format": "",
-            "family": "",
-            "families": [],
-            "parameter_size": "",
-            "quantization_level": "",
-        },
-    }
+    """Ollama's /api/tags entry."""
+    modified = datetime.fromtimestamp(backend.created, UTC).isoformat().replace("+00:00", "Z")
+    return {**ollama_model_fields(backend), "modified_at": modified}

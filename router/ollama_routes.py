@@ -46,9 +46,10 @@ class OllamaRoutes:
         return Response(orjson.dumps(body), media_type="application/json")
 
 
-def _running_model(backend: Backend) -> dict[str, Any]:
-    """Ollama's /api/ps entry; sizes are unknown to the router (0), the digest matches /api/tags."""
-    entry: dict[str, Any] = {
+def ollama_model_fields(backend: Backend) -> dict[str, Any]:
+    """What /api/tags and /api/ps entries share; the router knows no file sizes or
+    quantization, so those are empty, and the digest is the name's (stable across both)."""
+    return {
         "name": backend.model,
         "model": backend.model,
         "size": 0,
@@ -61,9 +62,12 @@ def _running_model(backend: Backend) -> dict[str, Any]:
             "parameter_size": "",
             "quantization_level": "",
         },
-        "expires_at": NEVER_EXPIRES,
-        "size_vram": 0,
     }
+
+
+def _running_model(backend: Backend) -> dict[str, Any]:
+    """Ollama's /api/ps entry."""
+    entry = {**ollama_model_fields(backend), "expires_at": NEVER_EXPIRES, "size_vram": 0}
     if backend.max_model_len is not None:
         entry["context_length"] = backend.max_model_len
     return entry
