@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 from collections import deque
@@ -10,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from tests.support.engine_process import stop_process
 
 STOP_GRACE_S = 15.0
 
@@ -44,13 +45,7 @@ class Served:
 
     def stop(self) -> None:
         """SIGTERM, a bounded wait, then SIGKILL: only this process, by its pid."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(STOP_GRACE_S)
+        stop_process(self.process, STOP_GRACE_S)
 
 
 def launch(command: list[str], env: dict[str, str], log_path: Path) -> Served:

@@ -20,6 +20,17 @@ START_TIMEOUT_S = 240.0
 STOP_GRACE_S = 10.0
 
 
+def stop_process(process: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM, up to `grace_s` for a clean exit, then SIGKILL: only this pid."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(grace_s)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -60,13 +71,7 @@ class EngineServer:
 
     def stop(self) -> None:
         """SIGTERM, up to STOP_GRACE_S for a clean exit, then SIGKILL."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(STOP_GRACE_S)
+        stop_process(self.process)
 
     def leftover_children(self, timeout_s: float) -> list[psutil.Process]:
         _, alive = psutil.wait_procs(self.children, timeout=timeout_s)
