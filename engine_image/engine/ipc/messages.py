@@ -6,9 +6,11 @@ Every message is a frozen msgspec Struct tagged with its class name, so one deco
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
+import zmq
 
 
 class Message(msgspec.Struct, frozen=True, tag=True):
@@ -146,3 +148,13 @@ def encode(message: Message) -> bytes:
 
 def decode(frame: bytes) -> AnyMessage:
     return _decoder.decode(frame)
+
+
+def drain(socket: zmq.Socket) -> Iterator[AnyMessage]:
+    """Every message already waiting on `socket`, without blocking."""
+    while True:
+        try:
+            frame = socket.recv(zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        yield decode(frame)

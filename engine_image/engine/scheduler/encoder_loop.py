@@ -18,7 +18,7 @@ from engine.ipc.messages import (
     ScoreRequest,
     ServerInfoRequest,
     UpdateWeightsRequest,
-    decode,
+    drain,
     encode,
 )
 from engine.runtime.encoder_runner import EncoderRunner
@@ -41,12 +41,8 @@ class EncoderServer:
         while True:
             if not self.queue:
                 self.inbox.poll(_IDLE_POLL_MS)
-            while True:
-                try:
-                    frame = self.inbox.recv(zmq.NOBLOCK)
-                except zmq.Again:
-                    break
-                self._handle(decode(frame))
+            for message in drain(self.inbox):
+                self._handle(message)
             output = self.queue.run_once()
             if output is not None:
                 self._send(output)

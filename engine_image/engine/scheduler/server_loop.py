@@ -24,7 +24,7 @@ from engine.ipc.messages import (
     ServerInfoRequest,
     TokenOutputs,
     UpdateWeightsRequest,
-    decode,
+    drain,
     encode,
 )
 from engine.sampling.params import SamplingParams
@@ -79,12 +79,8 @@ class SchedulerServer:
         )
         if idle:
             self.inbox.poll(_IDLE_POLL_MS)
-        while True:
-            try:
-                frame = self.inbox.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                break
-            self._handle(decode(frame))
+        for message in drain(self.inbox):
+            self._handle(message)
         self._settle_controls()
         if self.forward_only and self.pending_update is None:
             output = self.forward_only.run_once()
