@@ -27,8 +27,24 @@ class RopeConfig:
 
 
 @dataclass(frozen=True)
+class MoeConfig:
+    """A mixture-of-experts MLP: ``top_k`` of ``num_experts`` routed experts per token."""
+
+    num_experts: int
+    top_k: int
+    expert_intermediate_size: int
+    norm_topk_prob: bool  # renormalise the top-k routing weights to sum to 1
+    shared_expert_intermediate_size: int  # 0: no shared expert (Qwen2-MoE has one)
+    decoder_sparse_step: int  # every n-th layer is MoE ...
+    mlp_only_layers: tuple[int, ...]  # ... except these, which keep a dense MLP
+
+    def is_moe_layer(self, layer_id: int) -> bool:
+        return layer_id not in self.mlp_only_layers and (layer_id + 1) % self.decoder_sparse_step == 0
+
+
+@dataclass(frozen=True)
 class ModelConfig:
-    """A decoder-only transformer's shape, normalised across Llama, Qwen2/3 and Mistral."""
+    """A decoder-only transformer's shape, normalised across Llama, Qwen2/3, Mistral and their MoE kin."""
 
     model_path: str
     architecture: str
@@ -54,6 +70,7 @@ class ModelConfig:
     eos_token_ids: tuple[int, ...]
     bos_token_id: int | None
     raw: dict[str, Any]
+    moe: MoeConfig | None = None  # None: every layer has a dense MLP
 
     @classmethod
     def from_dir(cls, model_path: str | Path) -> ModelConfig:
@@ -96,17 +113,20 @@ class ModelConfig:
             max_position_embeddings=int(raw.get("max_position_embeddings", 2048)),
             tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
             # NOTE: Qwen2 always has q/k/v biases and says so only through its architecture.
-            attention_bias=bool(raw.get("attention_bias", False)) or arch == "Qwen2ForCausalLM",
+            attention_bias=bool(raw.get("attention_bias", False))
+            or arch == "Qwen2ForCausalLM"
+            or (arch == "Qwen2MoeForCausalLM" and bool(raw.get("qkv_bias", True))),
             # NOTE: Llama/Qwen3 ``attention_bias`` covers o_proj too; Qwen2's o_proj has none.
             o_proj_bias=bool(raw.get("attention_bias", False)),
             mlp_bias=bool(raw.get("mlp_bias", False)),
-            qk_norm=arch == "Qwen3ForCausalLM",
+            qk_norm=arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
             hidden_act=hidden_act,
             config_dtype=_dtype(raw.get("dtype") or raw.get("torch_dtype")),
             sliding_window=_sliding_window(raw),
             eos_token_ids=tuple(dict.fromkeys(eos)),
             bos_token_id=raw.get("bos_token_id"),
             raw=raw,
+            moe=_moe_config(raw, arch),
         )
 
 
@@ -123,6 +143,38 @@ def _generation_eos(path: Path) -> tuple[int, ...]:
     if not gen.is_file():
         return ()
     return _as_ids(json.loads(gen.read_text()).get("eos_token_id"))
+
+
+def _moe_config(raw: dict[str, Any], arch: str) -> MoeConfig | None:
+    if arch == "MixtralForCausalLM":
+        # NOTE: Mixtral: every layer is MoE, experts as wide as ``intermediate_size``, and
+        # its softmax over the top-k logits equals renormalised top-k probabilities.
+        return MoeConfig(
+            num_experts=int(raw["num_local_experts"]),
+            top_k=int(raw["num_experts_per_tok"]),
+            expert_intermediate_size=int(raw["intermediate_size"]),
+            norm_topk_prob=True,
+            shared_expert_intermediate_size=0,
+            decoder_sparse_step=1,
+            mlp_only_layers=(),
+        )
+    if arch not in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"):
+        return None
+    # NOTE: Hub Qwen-MoE configs say ``num_experts``; transformers 5 writes Qwen3-MoE's as
+    # ``num_local_experts``.
+    num_experts = raw.get("num_experts", raw.get("num_local_experts"))
+    if not num_experts:
+        return None
+    shared = raw.get("shared_expert_intermediate_size") if arch == "Qwen2MoeForCausalLM" else 0
+    return MoeConfig(
+        num_experts=int(num_experts),
+        top_k=int(raw["num_experts_per_tok"]),
+        expert_intermediate_size=int(raw["moe_intermediate_size"]),
+        norm_topk_prob=bool(raw.get("norm_topk_prob", False)),
+        shared_expert_intermediate_size=int(shared or 0),
+        decoder_sparse_step=int(raw.get("decoder_sparse_step") or 1),
+        mlp_only_layers=tuple(int(i) for i in raw.get("mlp_only_layers") or ()),
+    )
 
 
 def _sliding_window(raw: dict[str, Any]) -> int | None:

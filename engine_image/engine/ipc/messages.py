@@ -7,7 +7,7 @@ Every message is a frozen msgspec Struct tagged with its class name, so one deco
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import zmq
@@ -45,6 +45,18 @@ class ScoreRequest(Message):
     label_token_ids: list[int]
 
 
+class ClassifyRequest(Message):
+    """Whole prompts (or query-document pairs) for one forward through a classification head.
+
+    The answer is each prompt's raw logits; ``token_type_ids`` (segment ids of BERT pairs)
+    parallel ``input_ids`` when given, else every token is segment 0.
+    """
+
+    rid: str
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]] | None = None
+
+
 class AbortRequest(Message):
     rid: str | None = None
     abort_all: bool = False
@@ -62,6 +74,14 @@ class UpdateWeightsRequest(Message):
 
 class ServerInfoRequest(Message):
     request_id: str
+
+
+class ExpertDistributionRequest(Message):
+    """Start (clearing the counts) or stop counting the tokens routed to each MoE expert,
+    or dump the counts: the answer's payload ``csv``."""
+
+    request_id: str
+    action: Literal["start", "stop", "dump"]
 
 
 # ---------------------------------------------------------------- scheduler → detokenizer
@@ -90,7 +110,8 @@ class RequestError(Message):
 
 
 class ForwardOnlyOutput(Message):
-    """Per prompt of an EmbedRequest its vector, of a ScoreRequest its label logprobs."""
+    """Per prompt of an EmbedRequest its vector, of a ScoreRequest its label logprobs, of a
+    ClassifyRequest its logits."""
 
     rid: str
     values: list[list[float]]
@@ -98,7 +119,7 @@ class ForwardOnlyOutput(Message):
 
 
 class ControlResponse(Message):
-    """The answer to a flush / update-weights / server-info request."""
+    """The answer to a flush / update-weights / server-info / expert-distribution request."""
 
     request_id: str
     success: bool
@@ -127,10 +148,12 @@ AnyMessage = (
     GenerateRequest
     | EmbedRequest
     | ScoreRequest
+    | ClassifyRequest
     | AbortRequest
     | FlushCacheRequest
     | UpdateWeightsRequest
     | ServerInfoRequest
+    | ExpertDistributionRequest
     | TokenOutputs
     | RequestError
     | ForwardOnlyOutput

@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+_ROBERTA_TYPES = ("roberta", "xlm-roberta")
+
 
 @dataclass(frozen=True)
 class BertConfig:
@@ -27,6 +29,8 @@ class BertConfig:
     type_vocab_size: int
     layer_norm_eps: float
     raw: dict[str, Any]
+    # NOTE: the RoBERTa family (XLM-R) counts positions from padding_idx + 1, not from 0.
+    position_offset: int = 0
 
     @classmethod
     def from_dir(cls, model_path: str | Path) -> BertConfig:
@@ -50,25 +54,29 @@ class BertConfig:
             type_vocab_size=int(raw.get("type_vocab_size", 2)),
             layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
             raw=raw,
+            position_offset=int(raw.get("pad_token_id", 1)) + 1 if raw.get("model_type") in _ROBERTA_TYPES else 0,
         )
 
 
 class _Embeddings(nn.Module):
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
+        self.position_offset = config.position_offset
         self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        # NOTE: one segment per input: token type 0 everywhere, as sentence-transformers sends.
-        summed = (
-            self.word_embeddings(input_ids)
-            + self.position_embeddings(positions)[None]
-            + self.token_type_embeddings.weight[0]
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None) -> torch.Tensor:
+        offset = self.position_offset
+        positions = torch.arange(offset, offset + input_ids.shape[1], device=input_ids.device)
+        # NOTE: without token types, one segment per input: type 0 everywhere, as sentence-transformers sends.
+        types = (
+            self.token_type_embeddings.weight[0]
+            if token_type_ids is None
+            else self.token_type_embeddings(token_type_ids)
         )
+        summed = self.word_embeddings(input_ids) + self.position_embeddings(positions)[None] + types
         return self.LayerNorm(summed)
 
 
@@ -151,10 +159,12 @@ class BertModel(nn.Module):
         self.encoder = _Encoder(config)
 
     @torch.inference_mode()
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """input_ids, attention_mask: [B, L] (mask 1 on real tokens) -> last hidden states [B, L, H]."""
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """input_ids, attention_mask, token_type_ids: [B, L] (mask 1 on real tokens) -> last hidden states [B, L, H]."""
         key_mask = attention_mask.bool()[:, None, None, :]
-        hidden = self.embeddings(input_ids)
+        hidden = self.embeddings(input_ids, token_type_ids)
         for layer in self.encoder.layer:
             hidden = layer(hidden, key_mask)
         return hidden

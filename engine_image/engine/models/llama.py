@@ -1,4 +1,5 @@
-"""Llama-family decoder (Llama 2/3, Mistral, Qwen2/2.5, Qwen3) over a token-level KV pool."""
+"""Llama-family decoder (Llama 2/3, Mistral, Qwen2/2.5, Qwen3, and the MoE kin Qwen2-MoE,
+Qwen3-MoE and Mixtral) over a token-level KV pool."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ from engine.config.model_config import ModelConfig
 from engine.kernels.triton import use_triton_kernels
 from engine.layers.rmsnorm import RMSNorm
 from engine.layers.rotary import RopeAngles, RotaryEmbedding
+from engine.models.moe import (
+    ExpertShard,
+    SparseMoeBlock,
+    expert_checkpoint_name,
+    expert_shard_view,
+    expert_shards,
+    expert_target,
+    is_stacked_expert_param,
+)
 from engine.runtime.forward_batch import ForwardBatch
 
 
@@ -47,13 +57,13 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, intermediate_size: int | None = None) -> None:
         super().__init__()
-        self.intermediate_size = config.intermediate_size
+        self.intermediate_size = intermediate_size or config.intermediate_size
         self.gate_up_proj = nn.Linear(
-            config.hidden_size, 2 * config.intermediate_size, bias=config.mlp_bias
+            config.hidden_size, 2 * self.intermediate_size, bias=config.mlp_bias
         )
-        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
+        self.down_proj = nn.Linear(self.intermediate_size, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate_up = self.gate_up_proj(x)
@@ -70,7 +80,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, config: ModelConfig, layer_id: int) -> None:
         super().__init__()
         self.self_attn = Attention(config, layer_id)
-        self.mlp = MLP(config)
+        self.mlp = _mlp(config, layer_id)
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 
@@ -97,6 +107,18 @@ class DecoderLayer(nn.Module):
         hidden, residual = self.post_attention_layernorm.add_and_norm(hidden, residual)
         return self.mlp(hidden), residual
 
+
+def _mlp(config: ModelConfig, layer_id: int) -> nn.Module:
+    moe = config.moe
+    if moe is None or not moe.is_moe_layer(layer_id):
+        return MLP(config)
+    size = moe.shared_expert_intermediate_size
+    return SparseMoeBlock(moe, config.hidden_size, layer_id, MLP(config, size) if size else None)
+
+
+# A parameter's part filled by one checkpoint tensor: the whole (None), a shard of a fused
+# projection (q/k/v, gate/up), or one expert's part of the stacked expert weights.
+Shard = int | ExpertShard | None
 
 # (checkpoint name part, fused parameter, shard index) for projections we store fused.
 _FUSED_SHARDS: tuple[tuple[str, str, int], ...] = (
@@ -143,7 +165,7 @@ class LlamaFamilyForCausalLM(nn.Module):
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Copies checkpoint tensors (Hugging Face names) into our fused parameters."""
         params = dict(self.named_parameters())
-        expected = {slot for name in params for slot in _slots(name)}
+        expected = {name: set(_slots(name, param)) for name, param in params.items()}
         for checkpoint_name, tensor in weights:
             name = checkpoint_name.removeprefix("model.")
             if "rotary_emb.inv_freq" in name or (self.lm_head is None and name == "lm_head.weight"):
@@ -161,29 +183,39 @@ class LlamaFamilyForCausalLM(nn.Module):
                 )
             with torch.no_grad():
                 target.copy_(tensor)
-            expected.discard((our_name, shard))
-        if expected:
-            missing = sorted(_checkpoint_name(name, shard) for name, shard in expected)
+            if shard is None:
+                expected[our_name].clear()  # NOTE: a whole tensor fills every shard
+            else:
+                expected[our_name].discard(shard)
+        missing = sorted(_checkpoint_name(name, shard) for name, shards in expected.items() for shard in shards)
+        if missing:
             raise ValueError(f"checkpoint is missing {len(missing)} tensors, e.g. {missing[0]}")
 
 
-def _slots(name: str) -> list[tuple[str, int | None]]:
+def _slots(name: str, param: torch.Tensor) -> list[Shard]:
+    if is_stacked_expert_param(name):
+        return [*expert_shards(name, param)]
     if ".qkv_proj." in name:
-        return [(name, 0), (name, 1), (name, 2)]
+        return [0, 1, 2]
     if ".gate_up_proj." in name:
-        return [(name, 0), (name, 1)]
-    return [(name, None)]
+        return [0, 1]
+    return [None]
 
 
-def _fuse(name: str) -> tuple[str, int | None]:
+def _fuse(name: str) -> tuple[str, Shard]:
+    expert = expert_target(name)
+    if expert is not None:
+        return expert
     for part, fused, shard in _FUSED_SHARDS:
         if f".{part}." in name:
             return name.replace(f".{part}.", f".{fused}."), shard
     return name, None
 
 
-def _checkpoint_name(name: str, shard: int | None) -> str:
+def _checkpoint_name(name: str, shard: Shard) -> str:
     """The Hugging Face name of our parameter ``name`` (part ``shard`` if fused)."""
+    if isinstance(shard, tuple):
+        return expert_checkpoint_name(name, shard)
     for part, fused, index in _FUSED_SHARDS:
         if f".{fused}." in name and index == shard:
             name = name.replace(f".{fused}.", f".{part}.")
@@ -191,9 +223,12 @@ def _checkpoint_name(name: str, shard: int | None) -> str:
     return name if name.startswith("lm_head.") else f"model.{name}"
 
 
-def _shard_view(param: torch.Tensor, name: str, shard: int, config: ModelConfig) -> torch.Tensor:
+def _shard_view(param: torch.Tensor, name: str, shard: int | ExpertShard, config: ModelConfig) -> torch.Tensor:
+    if isinstance(shard, tuple):
+        return expert_shard_view(param, shard)
     if ".gate_up_proj." in name:
-        size = config.intermediate_size
+        # NOTE: from the parameter, not the config: a shared expert has its own width.
+        size = param.shape[0] // 2
         return param.narrow(0, shard * size, size)
     q_size = config.num_heads * config.head_dim
     kv_size = config.num_kv_heads * config.head_dim

@@ -30,5 +30,6 @@ def iterate_weights(model_path: str | Path) -> Iterator[tuple[str, torch.Tensor]
     """Yields (name, tensor) one at a time so peak memory stays near one tensor."""
     for file in checkpoint_files(model_path):
         with safe_open(str(file), framework="pt") as handle:
-            for name in handle.keys():
+            # NOTE: a safetensors handle is not iterable; keys() is its API.
+            for name in handle.keys():  # noqa: SIM118
                 yield name, handle.get_tensor(name)

@@ -17,7 +17,19 @@ from engine.runtime.model_runner import resolve_device
 
 logger = logging.getLogger(__name__)
 
-_DTYPES = {"auto": torch.float32, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# NOTE: "auto" is fp32 everywhere: encoders are small and the reference is fp32.
+ENCODER_DTYPES = {"auto": torch.float32, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def right_padded(rows: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``rows`` as one [B, L] int64 tensor padded with 0 on the right, and its mask (1 on real tokens)."""
+    width = max(len(row) for row in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.int64)
+    mask = torch.zeros(len(rows), width, dtype=torch.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row)
+        mask[i, : len(row)] = 1
+    return ids.to(device), mask.to(device)
 
 
 class EncoderRunner(ForwardOnlyModel):
@@ -28,8 +40,7 @@ class EncoderRunner(ForwardOnlyModel):
         self.config = config
         self.model_config = BertConfig.from_dir(config.model_path)
         self.device = resolve_device(config.device)
-        # NOTE: "auto" is fp32 everywhere: encoders are small and the reference is fp32.
-        self.dtype = _DTYPES[config.dtype]
+        self.dtype = ENCODER_DTYPES[config.dtype]
         self.pooling = PoolingConfig.from_dir(config.model_path, default_mode="cls")
         self.vocab_size = self.model_config.vocab_size
         self.max_prompt_tokens = self._context_length()
@@ -47,13 +58,7 @@ class EncoderRunner(ForwardOnlyModel):
         )
 
     def embed(self, prompts: list[list[int]]) -> torch.Tensor:
-        width = max(len(p) for p in prompts)
-        ids = torch.zeros(len(prompts), width, dtype=torch.int64)
-        mask = torch.zeros(len(prompts), width, dtype=torch.int64)
-        for i, prompt in enumerate(prompts):
-            ids[i, : len(prompt)] = torch.tensor(prompt)
-            mask[i, : len(prompt)] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
+        ids, mask = right_padded(prompts, self.device)
         return pool(self.pooling, self.model(ids, mask), mask)
 
     def _context_length(self) -> int:

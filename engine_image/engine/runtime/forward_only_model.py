@@ -16,6 +16,8 @@ class ForwardOnlyModel(ABC):
     max_prompt_tokens: int  # the longest prompt one forward accepts
     supports_embedding: bool
     supports_score: bool
+    supports_classify: bool = False  # a sequence-classification head (rerankers, reward models)
+    type_vocab_size: int = 1  # how many token types (segments) a classify request may use
 
     def check_prompt(self, ids: list[int]) -> None:
         """Raises InvalidRequest (a client error) for a prompt this model cannot take."""
@@ -39,3 +41,7 @@ class ForwardOnlyModel(ABC):
     def score(self, prompts: list[list[int]], label_token_ids: list[int]) -> torch.Tensor | None:
         """Float32 log-probabilities of ``label_token_ids`` at the position after each prompt."""
         raise NotImplementedError(f"{type(self).__name__} cannot score")
+
+    def classify(self, prompts: list[list[int]], token_type_ids: list[list[int]] | None) -> torch.Tensor | None:
+        """Float32 logits of the classification head per prompt: [B, num_labels]."""
+        raise NotImplementedError(f"{type(self).__name__} has no classification head")

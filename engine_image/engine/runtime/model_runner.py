@@ -11,6 +11,8 @@ from engine.config.model_config import ModelConfig, UnsupportedModelError
 from engine.engine_config import EngineConfig
 from engine.layers.rotary import RotaryEmbedding
 from engine.memory import KVPool, ReqToTokenPool, TokenAllocator, memory_budget_bytes
+from engine.models.expert_distribution import ExpertDistributionRecorder
+from engine.models.moe import attach_expert_recorder
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
@@ -47,6 +49,8 @@ class ModelRunner:
         self.device = resolve_device(config.device)
         self.dtype = resolve_dtype(config.dtype, self.model_config, self.device)
         self.context_length = self._context_length()
+        # NOTE: owned here, not by the model, so a recording survives a weight reload.
+        self.expert_recorder = self._expert_recorder()
         self.model = self._build_model(self.model_config.model_path)
         self.max_total_tokens = self._pool_size()
         mc = self.model_config
@@ -88,6 +92,9 @@ class ModelRunner:
         """Decode graphs on CUDA unless disabled; None (eager) everywhere else."""
         if self.device.type != "cuda" or self.config.disable_cuda_graph:
             return None
+        if self.model_config.moe is not None:
+            logger.info("CUDA graphs off: MoE routing picks each expert's tokens on the host")
+            return None
         if not self.attention.cuda_graph_safe:
             logger.info("CUDA graphs off: the %s attention backend cannot be captured", type(self.attention).__name__)
             return None
@@ -117,7 +124,16 @@ class ModelRunner:
             model = model_class(mc.architecture)(mc, rotary)
         model = model.to(self.dtype).to_empty(device=self.device)
         model.load_weights(iterate_weights(weights_path))
+        if self.expert_recorder is not None:
+            attach_expert_recorder(model, self.expert_recorder)
         return model.eval()
+
+    def _expert_recorder(self) -> ExpertDistributionRecorder | None:
+        moe = self.model_config.moe
+        if moe is None:
+            return None
+        layer_ids = [i for i in range(self.model_config.num_layers) if moe.is_moe_layer(i)]
+        return ExpertDistributionRecorder(layer_ids, moe.num_experts, self.device)
 
     def _pool_size(self) -> int:
         if self.config.max_total_tokens is not None:

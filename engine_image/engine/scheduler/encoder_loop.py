@@ -1,4 +1,4 @@
-"""The scheduler process's loop for an encoder embedding model: no KV cache, no decode loop."""
+"""The scheduler process's loop for an encoder (embedding or cross-encoder) model: no KV cache, no decode loop."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import zmq
 from engine.ipc.messages import (
     AbortRequest,
     AnyMessage,
+    ClassifyRequest,
     ControlResponse,
     EmbedRequest,
+    ExpertDistributionRequest,
     FlushCacheRequest,
     GenerateRequest,
     Message,
@@ -21,16 +23,18 @@ from engine.ipc.messages import (
     drain,
     encode,
 )
+from engine.runtime.cross_encoder_runner import CrossEncoderRunner
 from engine.runtime.encoder_runner import EncoderRunner
+from engine.scheduler.expert_distribution_control import answer_expert_distribution
 from engine.scheduler.forward_only import ForwardOnlyQueue
 
 _IDLE_POLL_MS = 50
 
 
 class EncoderServer:
-    """Answers every message an HTTP server sends; only embed requests do real work."""
+    """Answers every message an HTTP server sends; only embed / classify requests do real work."""
 
-    def __init__(self, runner: EncoderRunner, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]) -> None:
+    def __init__(self, runner: EncoderRunner | CrossEncoderRunner, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]) -> None:
         self.runner = runner
         self.inbox = inbox
         self.outbox = outbox
@@ -48,7 +52,7 @@ class EncoderServer:
                 self._send(output)
 
     def _handle(self, message: AnyMessage) -> None:
-        if isinstance(message, EmbedRequest | ScoreRequest):
+        if isinstance(message, EmbedRequest | ScoreRequest | ClassifyRequest):
             refused = self.queue.add(message)
             if refused is not None:
                 self._send(refused)
@@ -66,6 +70,9 @@ class EncoderServer:
             self._send(ControlResponse(message.request_id, False, "weight updates are not supported for encoder models"))
         elif isinstance(message, ServerInfoRequest):
             self._send(ControlResponse(message.request_id, True, payload=self.server_info()))
+        elif isinstance(message, ExpertDistributionRequest):
+            # NOTE: encoders have no experts: the answer is a refusal.
+            self._send(answer_expert_distribution(None, message))
 
     def server_info(self) -> dict[str, Any]:
         return {

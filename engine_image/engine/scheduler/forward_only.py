@@ -1,4 +1,4 @@
-"""Queues embed and score requests and runs them in token-budgeted forwards, in arrival order."""
+"""Queues embed, score and classify requests and runs them in token-budgeted forwards, in arrival order."""
 
 from __future__ import annotations
 
@@ -6,10 +6,16 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from engine.errors import InvalidRequest
-from engine.ipc.messages import EmbedRequest, ForwardOnlyOutput, RequestError, ScoreRequest
+from engine.ipc.messages import (
+    ClassifyRequest,
+    EmbedRequest,
+    ForwardOnlyOutput,
+    RequestError,
+    ScoreRequest,
+)
 from engine.runtime.forward_only_model import ForwardOnlyModel
 
-ForwardOnlyMessage = EmbedRequest | ScoreRequest
+ForwardOnlyMessage = EmbedRequest | ScoreRequest | ClassifyRequest
 
 
 @dataclass
@@ -49,11 +55,15 @@ class ForwardOnlyQueue:
             return None
         item = self.pending[0]
         message = item.message
-        prompts = self._next_prompts(message.input_ids[len(item.values) :])
+        done = len(item.values)
+        prompts = self._next_prompts(message.input_ids[done:])
         if not prompts:
             return None
         if isinstance(message, ScoreRequest):
             result = self.model.score(prompts, message.label_token_ids)
+        elif isinstance(message, ClassifyRequest):
+            types = message.token_type_ids
+            result = self.model.classify(prompts, None if types is None else types[done : done + len(prompts)])
         else:
             result = self.model.embed(prompts)
         if result is None:
@@ -88,9 +98,30 @@ class ForwardOnlyQueue:
                 raise InvalidRequest("label_token_ids must not be empty")
             if any(not 0 <= t < model.vocab_size for t in message.label_token_ids):
                 raise InvalidRequest(f"label_token_ids must be token ids in [0, {model.vocab_size})")
+        elif isinstance(message, ClassifyRequest):
+            if not model.supports_classify:
+                raise InvalidRequest(
+                    "this model has no classification head: /v1/rerank and /classify need a "
+                    "sequence-classification (cross-encoder or reward) model"
+                )
+            _check_token_types(message, model.type_vocab_size)
+        elif model.supports_classify:
+            raise InvalidRequest(
+                "this is a sequence-classification model: it has no embeddings; use /v1/rerank or /classify"
+            )
         elif not model.supports_embedding:
             raise InvalidRequest(
                 "this model is not an embedding model: start the engine with --is-embedding to embed"
             )
         for ids in message.input_ids:
             model.check_prompt(ids)
+
+
+def _check_token_types(message: ClassifyRequest, type_vocab_size: int) -> None:
+    types = message.token_type_ids
+    if types is None:
+        return
+    if [len(t) for t in types] != [len(ids) for ids in message.input_ids]:
+        raise InvalidRequest("token_type_ids must have one id per input token")
+    if any(not 0 <= t < type_vocab_size for row in types for t in row):
+        raise InvalidRequest(f"token_type_ids must be in [0, {type_vocab_size})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
@@ -16,7 +17,9 @@ from transformers import AutoTokenizer
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.engine_config import EngineConfig
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
-from engine.models.registry import is_encoder
+from engine.models.registry import CROSS_ENCODER_ARCHITECTURES, is_classifier, is_encoder
+from engine.runtime.cross_encoder_runner import CrossEncoderRunner
+from engine.runtime.decoder_classifier import DecoderClassifier
 from engine.runtime.decoder_forward_only import DecoderForwardOnly
 from engine.runtime.encoder_runner import EncoderRunner
 from engine.runtime.model_runner import ModelRunner
@@ -48,9 +51,10 @@ def run_scheduler_process(
         # NOTE: a missing config.json is reported by the decoder path's own check.
         architectures = json.loads(config_file.read_text()).get("architectures") or [] if config_file.is_file() else []
         if is_encoder(architectures):
-            server, ready = _encoder_server(config, inbox, outbox, server_args)
+            cross_encoder = any(arch in CROSS_ENCODER_ARCHITECTURES for arch in architectures)
+            server, ready = _encoder_server(config, inbox, outbox, server_args, cross_encoder)
         else:
-            server, ready = _decoder_server(config, inbox, outbox, server_args)
+            server, ready = _decoder_server(config, inbox, outbox, server_args, is_classifier(architectures))
     except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
         ready_writer.send({"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]})
         sys.exit(1)
@@ -59,9 +63,13 @@ def run_scheduler_process(
 
 
 def _decoder_server(
-    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]
+    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any], reward: bool
 ) -> tuple[SchedulerServer, dict[str, Any]]:
     tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or config.model_path)
+    if reward:
+        # NOTE: a reward model never decodes, so no decode graphs; it serves like an
+        # embedding model (no generation routes), with or without --is-embedding.
+        config = dataclasses.replace(config, disable_cuda_graph=True, is_embedding=True)
     runner = ModelRunner(config)
     extra_eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
     grammars = create_grammar_backend(
@@ -71,9 +79,10 @@ def _decoder_server(
         sorted({*runner.model_config.eos_token_ids, *extra_eos}),
     )
     scheduler = Scheduler(runner, tokenizer.decode, extra_eos, grammars)
-    forward_only = ForwardOnlyQueue(
-        DecoderForwardOnly(runner, scheduler.tree, config.is_embedding), scheduler.token_budget
+    model = (
+        DecoderClassifier(runner, scheduler.tree) if reward else DecoderForwardOnly(runner, scheduler.tree, config.is_embedding)
     )
+    forward_only = ForwardOnlyQueue(model, scheduler.token_budget)
     ready = {
         "max_total_tokens": runner.max_total_tokens,
         "context_length": runner.context_length,
@@ -85,9 +94,9 @@ def _decoder_server(
 
 
 def _encoder_server(
-    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]
+    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any], cross_encoder: bool
 ) -> tuple[EncoderServer, dict[str, Any]]:
-    runner = EncoderRunner(config)
+    runner = CrossEncoderRunner(config) if cross_encoder else EncoderRunner(config)
     ready = {
         "max_total_tokens": 0,
         "context_length": runner.context_length,

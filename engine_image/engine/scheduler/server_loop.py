@@ -14,8 +14,10 @@ from engine.errors import InvalidRequest
 from engine.ipc.messages import (
     AbortRequest,
     AnyMessage,
+    ClassifyRequest,
     ControlResponse,
     EmbedRequest,
+    ExpertDistributionRequest,
     FlushCacheRequest,
     ForwardOnlyOutput,
     GenerateRequest,
@@ -28,6 +30,7 @@ from engine.ipc.messages import (
     encode,
 )
 from engine.sampling.params import SamplingParams
+from engine.scheduler.expert_distribution_control import answer_expert_distribution
 from engine.scheduler.forward_only import ForwardOnlyQueue
 from engine.scheduler.outputs import StepOutput
 from engine.scheduler.scheduler import Scheduler
@@ -94,7 +97,7 @@ class SchedulerServer:
     def _handle(self, message: AnyMessage) -> None:
         if isinstance(message, GenerateRequest):
             self._add_generate(message)
-        elif isinstance(message, EmbedRequest | ScoreRequest):
+        elif isinstance(message, EmbedRequest | ScoreRequest | ClassifyRequest):
             refused = self.forward_only.add(message)
             if refused is not None:
                 self._reply(refused)
@@ -111,6 +114,8 @@ class SchedulerServer:
             self.scheduler.admission_paused = True
         elif isinstance(message, ServerInfoRequest):
             self._reply(ControlResponse(message.request_id, True, payload=self.server_info()))
+        elif isinstance(message, ExpertDistributionRequest):
+            self._reply(answer_expert_distribution(self.scheduler.runner.expert_recorder, message))
         else:
             logger.warning("scheduler ignored an unexpected %s message", type(message).__name__)
 

@@ -23,6 +23,7 @@ from transformers import PreTrainedTokenizerBase
 from engine.errors import InvalidRequest
 from engine.ipc.messages import (
     AbortRequest,
+    ClassifyRequest,
     ControlResponse,
     EmbedRequest,
     ForwardOnlyOutput,
@@ -226,8 +227,8 @@ class TokenizerManager:
         finally:
             self._controls.pop(request_id, None)
 
-    async def forward_only(self, message: EmbedRequest | ScoreRequest) -> ForwardOnlyOutput:
-        """Runs an embed or score request; raises InvalidRequest if the scheduler refused it."""
+    async def forward_only(self, message: EmbedRequest | ScoreRequest | ClassifyRequest) -> ForwardOnlyOutput:
+        """Runs an embed, score or classify request; raises InvalidRequest if the scheduler refused it."""
         future: asyncio.Future[ForwardOnlyOutput] = asyncio.get_running_loop().create_future()
         self._forward_only[message.rid] = future
         try:

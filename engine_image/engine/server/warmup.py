@@ -7,7 +7,8 @@ import logging
 import uuid
 
 from engine.errors import InvalidRequest
-from engine.ipc.messages import EmbedRequest
+from engine.ipc.messages import ClassifyRequest, EmbedRequest
+from engine.models.registry import is_classifier
 from engine.server.context import ServerContext
 
 logger = logging.getLogger(__name__)
@@ -46,8 +47,11 @@ async def warm_up(ctx: ServerContext) -> None:
 
 
 async def embed_probe(ctx: ServerContext, timeout_s: float) -> bool:
-    """Embeds one short text through the pipeline; True if the vector arrived in time."""
-    message = EmbedRequest(uuid.uuid4().hex, [ctx.tokenizer.encode("warm-up")])
+    """Embeds (classifies, on a classification model) one short text through the pipeline;
+    True if the answer arrived in time."""
+    prompts = [ctx.tokenizer.encode("warm-up")]
+    classifier = is_classifier(ctx.hf_config.get("architectures") or [])
+    message = ClassifyRequest(uuid.uuid4().hex, prompts) if classifier else EmbedRequest(uuid.uuid4().hex, prompts)
     try:
         await asyncio.wait_for(ctx.tokenizer_manager.forward_only(message), timeout_s)
     except (TimeoutError, InvalidRequest):

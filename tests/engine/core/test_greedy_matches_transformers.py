@@ -33,9 +33,11 @@ RAW_TEXTS = [
     "The French Revolution began in",
     "Q: What color is the sky?\nA:",
     "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nName a fruit.<|im_end|>\n<|im_start|>assistant\n",
-    "In mathematics, a group is a set equipped with an operation that combines any two elements "
-    "to form a third element while being associative and having an identity element and inverse "
-    "elements. For example, the integers with the addition operation form a group. The concept",
+    (
+        "In mathematics, a group is a set equipped with an operation that combines any two elements "
+        "to form a third element while being associative and having an identity element and inverse "
+        "elements. For example, the integers with the addition operation form a group. The concept"
+    ),
     "A",
     "Roses are red, violets are blue,",
 ]
