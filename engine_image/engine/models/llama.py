@@ -12,6 +12,7 @@ from torch import nn
 from engine.attention.base import AttentionBackend
 from engine.config.model_config import ModelConfig
 from engine.kernels.triton import use_triton_kernels
+from engine.layers.packed_linear import PackedLinear, pack_linear_layers
 from engine.layers.rmsnorm import RMSNorm
 from engine.layers.rotary import RopeAngles, RotaryEmbedding
 from engine.models.moe import (
@@ -142,11 +143,22 @@ class LlamaFamilyForCausalLM(nn.Module):
             None if config.tie_word_embeddings else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         )
 
+    # NOTE: False for subclasses whose head is not an LM head (sequence classifiers).
+    has_lm_head = True
+
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:
         """Returns float32 logits of each request's last new token: [B, vocab]."""
-        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(self.last_hidden(batch, backend), weight).float()
+        hidden = self.last_hidden(batch, backend)
+        if self.lm_head is None:
+            return F.linear(hidden, self.embed_tokens.weight).float()
+        return self.lm_head(hidden).float()
+
+    def pack_for_cpu(self) -> None:
+        """Swaps every linear layer, the tied LM head included, for a oneDNN-packed one."""
+        pack_linear_layers(self)
+        if self.lm_head is None and self.has_lm_head:
+            self.lm_head = PackedLinear(self.embed_tokens.weight, None)
 
     @torch.inference_mode()
     def last_hidden(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:

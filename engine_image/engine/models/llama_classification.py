@@ -18,6 +18,8 @@ from engine.runtime.forward_batch import ForwardBatch
 
 
 class LlamaFamilyForSequenceClassification(LlamaFamilyForCausalLM):
+    has_lm_head = False
+
     def __init__(self, config: ModelConfig, rotary: RotaryEmbedding) -> None:
         super().__init__(config, rotary)
         self.lm_head = None  # NOTE: a classifier's checkpoint has no LM head: load_weights expects none

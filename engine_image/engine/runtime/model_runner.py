@@ -9,6 +9,7 @@ import torch
 from engine.attention import create_attention_backend, default_attention_backend
 from engine.config.model_config import ModelConfig, UnsupportedModelError
 from engine.engine_config import EngineConfig
+from engine.layers.packed_linear import can_pack
 from engine.layers.rotary import RotaryEmbedding
 from engine.memory import KVPool, ReqToTokenPool, TokenAllocator, memory_budget_bytes
 from engine.models.expert_distribution import ExpertDistributionRecorder
@@ -124,6 +125,8 @@ class ModelRunner:
             model = model_class(mc.architecture)(mc, rotary)
         model = model.to(self.dtype).to_empty(device=self.device)
         model.load_weights(iterate_weights(weights_path))
+        if can_pack(self.device, self.dtype):
+            model.pack_for_cpu()
         if self.expert_recorder is not None:
             attach_expert_recorder(model, self.expert_recorder)
         return model.eval()

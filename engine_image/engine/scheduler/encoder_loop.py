@@ -39,7 +39,7 @@ class EncoderServer:
         self.inbox = inbox
         self.outbox = outbox
         self.server_args = server_args
-        self.queue = ForwardOnlyQueue(runner, runner.config.chunked_prefill_size if runner.config.chunked_prefill_size > 0 else None)
+        self.queue = ForwardOnlyQueue(runner, runner.config.prefill_chunk(runner.device))
 
     def run_forever(self) -> None:
         while True:

@@ -26,6 +26,7 @@ from engine.scheduler.admission import AddResult, PrefillAdder, PrefillPlan
 from engine.scheduler.grammar_queue import GrammarQueue
 from engine.scheduler.outputs import StepOutput
 from engine.scheduler.request import FinishReason, Req
+from engine.scheduler.request_kv import RequestKV
 from engine.scheduler.stop_strings import find_stop_string, stop_window_tokens
 
 logger = logging.getLogger(__name__)
@@ -48,9 +49,9 @@ class Scheduler:
         self.decode = decode
         self.eos_ids = frozenset(runner.model_config.eos_token_ids) | frozenset(extra_eos_ids)
         self.tree = RadixCache(runner.allocator, disable=runner.config.disable_radix_cache)
+        self.kv = RequestKV(runner, self.tree)
         self.sampler = Sampler()
-        chunk = runner.config.chunked_prefill_size
-        self.token_budget: int | None = None if chunk == -1 else chunk
+        self.token_budget = runner.config.prefill_chunk(runner.device)
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []
         self.chunked: Req | None = None
@@ -155,7 +156,7 @@ class Scheduler:
                 return True
         for req in self.running + ([self.chunked] if self.chunked else []):
             if req.rid == rid:
-                self._release(req)
+                self.kv.release(req)
                 if req is self.chunked:
                     self.chunked = None
                 else:
@@ -229,7 +230,7 @@ class Scheduler:
             tokens += req.input_ids[start : start + n]
             positions += range(start, start + n)
             prefix_lens.append(start)
-        out_cache_loc = self._alloc_slots(len(tokens))
+        out_cache_loc = self.kv.alloc_slots(len(tokens))
         offset = 0
         for req, n in zip(plan.reqs, plan.extend_lens):
             self.runner.req_to_token_pool.write(req.req_pool_idx, req.kv_len, out_cache_loc[offset : offset + n])
@@ -239,6 +240,8 @@ class Scheduler:
             ForwardMode.EXTEND, plan.reqs, tokens, positions, out_cache_loc, prefix_lens, plan.extend_lens
         )
         logits = self.runner.forward(batch)
+        for req in plan.reqs:
+            self.kv.cache_prefilled(req)
         done_rows = [i for i, req in enumerate(plan.reqs) if not req.is_prefilling]
         for req in plan.reqs:
             if req.is_prefilling and req is not self.chunked:
@@ -263,7 +266,7 @@ class Scheduler:
 
     def _run_decode(self) -> list[StepOutput]:
         reqs = self.running
-        out_cache_loc = self._alloc_slots(len(reqs))
+        out_cache_loc = self.kv.alloc_slots(len(reqs))
         tokens = [r.output_ids[-1] for r in reqs]
         positions = [r.kv_len for r in reqs]
         table = self.runner.req_to_token_pool
@@ -384,33 +387,10 @@ class Scheduler:
             completion_tokens=len(req.output_ids),
         )
 
-    # ------------------------------------------------------------------ memory
-
-    def _alloc_slots(self, n: int) -> torch.Tensor:
-        allocator = self.runner.allocator
-        slots = allocator.alloc(n)
-        if slots is None:
-            self.tree.evict(n - allocator.available_size())
-            slots = allocator.alloc(n)
-        if slots is None:
-            # NOTE: admission reserves every request's future tokens, so this is a bug.
-            raise RuntimeError(f"KV pool exhausted: needed {n}, {allocator.available_size()} free")
-        return slots
+    # ------------------------------------------------------------------ finishing
 
     def _finish(self, req: Req) -> None:
-        self._release(req)
+        self.kv.release(req)
         children = self.held.pop(req.rid, None)
         if children:
             self.waiting.extendleft(reversed(children))
-
-    def _release(self, req: Req) -> None:
-        """Hands the request's KV to the radix tree (or frees it) and unlocks its prefix."""
-        if req.req_pool_idx is None:
-            return
-        slots = self.runner.req_to_token_pool.req_to_token[req.req_pool_idx, : req.kv_len].clone()
-        already_cached = self.tree.insert(req.fill_ids[: req.kv_len], slots)
-        self.runner.allocator.free(slots[req.prefix_len : already_cached])
-        if req.last_node is not None:
-            self.tree.dec_lock_ref(req.last_node)
-        self.runner.req_to_token_pool.free(req.req_pool_idx)
-        req.req_pool_idx, req.last_node, req.prefix_indices = None, None, None

@@ -38,6 +38,13 @@ from engine.scheduler.scheduler import Scheduler
 logger = logging.getLogger(__name__)
 
 _IDLE_POLL_MS = 50
+# NOTE: requests sent together (a client's burst, a chat UI's parallel calls) reach the
+# inbox a fraction of a millisecond apart. Leaving idle, the loop collects them until the
+# inbox has been quiet for _BURST_GAP_MS (at most _BURST_MAX_S) so they share the first
+# prefill instead of the first one running alone (a 128-token prefill costs a fifth of a
+# 1,024-token one on CPU). Costs a lone request _BURST_GAP_MS of latency.
+_BURST_GAP_MS = 2
+_BURST_MAX_S = 0.02
 
 
 @dataclass
@@ -80,8 +87,8 @@ class SchedulerServer:
             and not self.pending_flushes
             and self.pending_update is None
         )
-        if idle:
-            self.inbox.poll(_IDLE_POLL_MS)
+        if idle and self.inbox.poll(_IDLE_POLL_MS):
+            self._collect_burst()
         for message in drain(self.inbox):
             self._handle(message)
         self._settle_controls()
@@ -91,6 +98,14 @@ class SchedulerServer:
                 self._reply(output)
         if not self.scheduler.is_idle:
             self._send_outputs(self.scheduler.step())
+
+    def _collect_burst(self) -> None:
+        deadline = time.monotonic() + _BURST_MAX_S
+        while True:
+            for message in drain(self.inbox):
+                self._handle(message)
+            if time.monotonic() >= deadline or not self.inbox.poll(_BURST_GAP_MS):
+                return
 
     # ------------------------------------------------------------------ messages
 

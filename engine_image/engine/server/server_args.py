@@ -28,7 +28,7 @@ class ServerArgs:
     context_length: int | None = None
     max_total_tokens: int | None = None
     mem_fraction_static: float | None = None
-    chunked_prefill_size: int = 2048
+    chunked_prefill_size: int | None = None
     max_running_requests: int = 128
     disable_radix_cache: bool = False
     attention_backend: str | None = None
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-length", type=int)
     p.add_argument("--max-total-tokens", type=int)
     p.add_argument("--mem-fraction-static", type=float)
-    p.add_argument("--chunked-prefill-size", type=int, default=2048)
+    p.add_argument("--chunked-prefill-size", type=int, default=None)
     p.add_argument("--max-running-requests", type=int, default=128)
     p.add_argument("--disable-radix-cache", action="store_true")
     # NOTE: unset, the engine picks triton on CUDA (when installed) and torch_native elsewhere.

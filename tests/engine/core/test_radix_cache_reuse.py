@@ -35,7 +35,7 @@ def _long_prefix(engine: Engine) -> list[int]:
 def test_shared_prefix_is_cached_and_answer_unchanged(smol_engine: Engine) -> None:
     prefix = _long_prefix(smol_engine)
     assert len(prefix) > 150
-    ask = lambda q: prefix + smol_engine.tokenizer.encode(q, add_special_tokens=False)  # noqa: E731
+    ask = lambda q: prefix + smol_engine.tokenizer.encode(q, add_special_tokens=False)
     smol_engine.flush_cache()
     uncached = smol_engine.generate(input_ids=ask("When do you open?"), sampling_params=GREEDY)
     assert uncached["meta_info"]["cached_tokens"] == 0
@@ -45,6 +45,28 @@ def test_shared_prefix_is_cached_and_answer_unchanged(smol_engine: Engine) -> No
     cached = smol_engine.generate(input_ids=ask("When do you open?"), sampling_params=GREEDY)
     assert cached["meta_info"]["cached_tokens"] >= len(prefix) - 1
     assert cached["output_ids"] == uncached["output_ids"]
+    _assert_pool_free(smol_engine)
+
+
+def test_prefix_is_shared_while_its_first_request_still_decodes(smol_engine: Engine) -> None:
+    """A prompt's KV enters the tree right after its prefill, not when its request ends."""
+    prefix = _long_prefix(smol_engine)
+    ask = lambda q: prefix + smol_engine.tokenizer.encode(q, add_special_tokens=False)
+    smol_engine.flush_cache()
+    expected = smol_engine.generate(input_ids=ask("Do you sell cakes?"), sampling_params=GREEDY)
+    smol_engine.flush_cache()
+
+    scheduler = smol_engine.scheduler
+    params = smol_engine._params(GREEDY, 1)[0]
+    scheduler.add_request(scheduler.new_request("first", ask("When do you open?"), params))
+    scheduler.step()
+    assert [r.rid for r in scheduler.running] == ["first"]
+    second = scheduler.new_request("second", ask("Do you sell cakes?"), params)
+    scheduler.add_request(second)
+    while not scheduler.is_idle:
+        scheduler.step()
+    assert second.cached_tokens >= len(prefix) - 1
+    assert second.output_ids == expected["output_ids"]
     _assert_pool_free(smol_engine)
 
 

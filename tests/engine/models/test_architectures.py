@@ -159,10 +159,9 @@ def test_tied_and_untied_embeddings_differ(tmp_path: Path, tokenizer_dir: Path) 
     assert tied.lm_head.weight is tied.model.embed_tokens.weight
     assert not torch.equal(untied.lm_head.weight, untied.model.embed_tokens.weight)
     for path, model in ((tmp_path / "tied", tied), (tmp_path / "untied", untied)):
-        engine = _engine(path)
-        head = engine.runner.model.lm_head
-        assert (head is None) == model.config.tie_word_embeddings
-        _assert_matches(engine, [hf_greedy(model, p, MAX_NEW) for p in PROMPTS])
+        # NOTE: the two heads differ (asserted above), so matching both references proves
+        # the engine followed the flag.
+        _assert_matches(_engine(path), [hf_greedy(model, p, MAX_NEW) for p in PROMPTS])
 
 
 def test_sharded_checkpoint(tmp_path: Path, tokenizer_dir: Path, llama: Case) -> None:
