@@ -1,11 +1,13 @@
-"""One run of every system through every workload, one server at a time.
+"""One run of every system through every workload, the systems side by side.
 
     python -m bench.serving [--systems ...] [--concurrency 1,8,32] [--prompt-len 128] ...
 
-For each system: prepare (peers install on first use), start on a free 127.0.0.1 port, wait
-for health, two warm-up requests, then the random workload at each concurrency, the
-shared-prefix workload and the multi-turn chats; then stop it by pid. A system that cannot be
-prepared or started is recorded with the reason, and the run goes on.
+Every system is prepared (peers install on first use), started on a free 127.0.0.1 port,
+health-waited and given two warm-up requests; then each workload (the random one at each
+concurrency, the shared-prefix one, the multi-turn chats) runs on every system in turn, the
+order rotating from one workload to the next, so drift on a shared machine falls on all
+systems alike; at the end each server is stopped by pid. A system that cannot be prepared
+or started is recorded with the reason, and the run goes on.
 """
 
 from __future__ import annotations
@@ -48,35 +50,52 @@ class Config:
     turns: int
 
 
-def _measure(system: System, server: Server, config: Config, tokenizer: Any) -> dict[str, Any]:
-    url, extra = server.url, system.extra
-    warmup = workload.random_requests(tokenizer, 2, config.prompt_len, config.output_len, SEED - 1)
-    asyncio.run(run_requests(url, MODEL_NAME, warmup, 2, extra))
-    out: dict[str, Any] = {"random": {}}
+# A workload run against one server: (url, the system's extra request fields) -> summaries,
+# each with its place in the system's record (e.g. ("random", "32")); the first is shown.
+Measured = list[tuple[tuple[str, ...], dict[str, Any]]]
+Workload = Callable[[str, dict[str, Any]], Measured]
+
+
+def _workloads(config: Config, tokenizer: Any) -> list[tuple[str, Workload]]:
+    steps: list[tuple[str, Workload]] = []
     for c in config.concurrency:
         count = max(4, c * config.requests_per_slot)
-        requests = workload.random_requests(
-            tokenizer, count, config.prompt_len, config.output_len, SEED + c
-        )
-        results, wall = asyncio.run(run_requests(url, MODEL_NAME, requests, c, extra))
-        out["random"][str(c)] = summarize(results, wall).as_dict()
-        _progress(system.name, f"random c={c}", out["random"][str(c)])
+        requests = workload.random_requests(tokenizer, count, config.prompt_len, config.output_len, SEED + c)
+
+        def random_load(url: str, extra: dict[str, Any], c: int = c, requests: Any = requests) -> Measured:
+            results, wall = asyncio.run(run_requests(url, MODEL_NAME, requests, c, extra))
+            return [(("random", str(c)), summarize(results, wall).as_dict())]
+
+        steps.append((f"random c={c}", random_load))
     prefix = workload.shared_prefix_requests(
         tokenizer, config.prefix_requests, config.system_tokens, config.output_len, SEED
     )
-    results, wall = asyncio.run(
-        run_requests(url, MODEL_NAME, prefix, config.prefix_concurrency, extra)
-    )
-    out["shared_prefix"] = summarize(results, wall).as_dict()
-    _progress(system.name, "shared prefix", out["shared_prefix"])
+
+    def shared_prefix(url: str, extra: dict[str, Any]) -> Measured:
+        results, wall = asyncio.run(run_requests(url, MODEL_NAME, prefix, config.prefix_concurrency, extra))
+        return [(("shared_prefix",), summarize(results, wall).as_dict())]
+
     chats = workload.conversations(config.chats, config.turns, config.output_len, SEED)
-    results, wall = asyncio.run(run_conversations(url, MODEL_NAME, chats, extra))
-    out["multi_turn"] = summarize(results, wall).as_dict()
-    # NOTE: turns 2+ for their TTFT (the history is a cacheable prefix); its wall (and so its
-    # tok/s) is the whole run's.
-    out["multi_turn_later"] = summarize([r for r in results if r.tag != "turn 1"], wall).as_dict()
-    _progress(system.name, "multi-turn", out["multi_turn"])
-    return out
+
+    def multi_turn(url: str, extra: dict[str, Any]) -> Measured:
+        results, wall = asyncio.run(run_conversations(url, MODEL_NAME, chats, extra))
+        # NOTE: turns 2+ for their TTFT (the history is a cacheable prefix); its wall (and
+        # so its tok/s) is the whole run's.
+        later = [r for r in results if r.tag != "turn 1"]
+        return [
+            (("multi_turn",), summarize(results, wall).as_dict()),
+            (("multi_turn_later",), summarize(later, wall).as_dict()),
+        ]
+
+    return [*steps, ("shared prefix", shared_prefix), ("multi-turn", multi_turn)]
+
+
+def _record(record: dict[str, Any], measured: Measured) -> None:
+    for (*parents, key), summary in measured:
+        place = record
+        for parent in parents:
+            place = place.setdefault(parent, {})
+        place[key] = summary
 
 
 def _progress(system: str, what: str, summary: dict[str, Any]) -> None:
@@ -87,31 +106,27 @@ def _progress(system: str, what: str, summary: dict[str, Any]) -> None:
     )
 
 
-def run_system(
-    system: System, model_dir: Path, config: Config, tokenizer: Any, logs: Path
-) -> dict[str, Any]:
-    record: dict[str, Any] = {"precision": system.precision, "notes": system.notes}
+def start_system(
+    system: System, model_dir: Path, config: Config, tokenizer: Any, logs: Path, record: dict[str, Any]
+) -> Server | None:
+    """The warmed-up server, or None with the reason in ``record``."""
     port = free_port()
     try:
         launch = system.prepare(model_dir, port)
         record["command"] = " ".join(launch.command)
         log = logs / f"{system.name.replace(' ', '_')}.log"
-        server = start_server(
-            launch.command, port, log, launch.env, launch.ready_path, launch.timeout_s
-        )
+        server = start_server(launch.command, port, log, launch.env, launch.ready_path, launch.timeout_s)
     except (PeerUnavailable, ServerFailed, OSError) as exc:
         record["error"] = f"{type(exc).__name__}: {exc}"
         print(f"  {system.name}: did not run: {record['error']}", flush=True)
-        return record
-    try:
-        record.update(_measure(system, server, config, tokenizer))
-    finally:
-        server.stop()
-    return record
+        return None
+    warmup = workload.random_requests(tokenizer, 2, config.prompt_len, config.output_len, SEED - 1)
+    asyncio.run(run_requests(server.url, MODEL_NAME, warmup, 2, system.extra))
+    return server
 
 
 def run(config: Config, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """Runs the suite; `save` gets the result so far after every system (a long run that is
+    """Runs the suite; `save` gets the result so far after every workload (a long run that is
     stopped keeps what it measured)."""
     exit_on_sigterm()
     load_at_start = os.getloadavg()[0]
@@ -121,16 +136,31 @@ def run(config: Config, save: Callable[[dict[str, Any]], None]) -> dict[str, Any
         "config": {k: list(v) if isinstance(v, tuple) else v for k, v in config.__dict__.items()},
         "systems": {},
     }
+    servers: dict[str, Server] = {}
     with tempfile.TemporaryDirectory(prefix="bench-serving-") as logs:
-        for name in config.systems:
-            print(f"== {name}", flush=True)
-            result["systems"][name] = run_system(
-                SYSTEMS[name], model_dir, config, tokenizer, Path(logs)
-            )
-            result["date"] = datetime.now(UTC).isoformat(timespec="seconds")
-            result["machine"] = (
-                f"{os.cpu_count()} CPUs, Python {platform.python_version()}, load average "
-                f"{load_at_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end"
-            )
-            save(result)
+        try:
+            for name in config.systems:
+                system = SYSTEMS[name]
+                print(f"== starting {name}", flush=True)
+                record: dict[str, Any] = {"precision": system.precision, "notes": system.notes}
+                result["systems"][name] = record
+                server = start_system(system, model_dir, config, tokenizer, Path(logs), record)
+                if server is not None:
+                    servers[name] = server
+            names = list(servers)
+            for i, (label, run_workload) in enumerate(_workloads(config, tokenizer)):
+                shift = i % len(names) if names else 0
+                for name in names[shift:] + names[:shift]:
+                    measured = run_workload(servers[name].url, SYSTEMS[name].extra)
+                    _record(result["systems"][name], measured)
+                    _progress(name, label, measured[0][1])
+                result["date"] = datetime.now(UTC).isoformat(timespec="seconds")
+                result["machine"] = (
+                    f"{os.cpu_count()} CPUs, Python {platform.python_version()}, load average "
+                    f"{load_at_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end"
+                )
+                save(result)
+        finally:
+            for server in servers.values():
+                server.stop()
     return result
