@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 import httpx
-from conftest import Proc, Router, start_echo, stop
+from tests.router.conftest import Proc, Router, start_echo, stop
 
 
 def test_token_file_is_private_and_guards_the_admin_api(router: Router, log_dir: Path) -> None:

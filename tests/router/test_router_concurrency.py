@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-from conftest import Proc, Router
+from tests.router.conftest import Proc, Router
 
 CLIENTS = 200
 CHUNKS = 20

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from conftest import Proc, Router, start_echo, start_router, stop
+from tests.router.conftest import Proc, Router, start_echo, start_router, stop
 
 CHAT = {"messages": [{"role": "user", "content": "one two three"}]}
 

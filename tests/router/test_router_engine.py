@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from conftest import Proc, Router, start_echo, start_router, stop
+from tests.router.conftest import Proc, Router, start_echo, start_router, stop
 
 from tests.support.engine_process import EngineServer, engine_server
 
