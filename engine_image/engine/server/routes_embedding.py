@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
 from engine.errors import InvalidRequest
-from engine.ipc.messages import EmbedRequest
+from engine.ipc.messages import ClassifyRequest, EmbedRequest
 from engine.server.context import ServerContext
 from engine.server.http_errors import bad_request, json_response, parse_json_body
 from engine.server.openai.serving_embedding import (
@@ -40,20 +40,7 @@ def embedding_router(ctx: ServerContext) -> APIRouter:
     @router.api_route("/encode", methods=["POST", "PUT"])
     async def encode(request: Request) -> Response:
         require_embedding_model()
-        body = await parse_json_body(request, EncodeBody)
-        if (body.text is None) == (body.input_ids is None):
-            raise bad_request("give exactly one of text or input_ids")
-        given = body.text if body.text is not None else body.input_ids
-        assert given is not None
-        prompts = embedding_inputs(ctx, given)
-        rid = body.rid or uuid.uuid4().hex
-        output = await _run(ctx, EmbedRequest(rid, prompts))
-        results = [
-            {"embedding": vector, "meta_info": {"id": rid, "prompt_tokens": len(ids)}}
-            for vector, ids in zip(output, prompts)
-        ]
-        batched = isinstance(body.text, list) or bool(body.input_ids and isinstance(body.input_ids[0], list))
-        return json_response(results if batched else results[0])
+        return await answer_encode_body(ctx, await parse_json_body(request, EncodeBody), EmbedRequest)
 
     @router.post("/v1/embeddings")
     async def embeddings(request: Request) -> Response:
@@ -76,8 +63,25 @@ def embedding_router(ctx: ServerContext) -> APIRouter:
     return router
 
 
-async def _run(ctx: ServerContext, message: EmbedRequest) -> list[list[float]]:
+async def answer_encode_body(
+    ctx: ServerContext, body: EncodeBody, message: type[EmbedRequest | ClassifyRequest]
+) -> Response:
+    """``/encode``'s answer (also ``/classify``'s): one ``{"embedding", "meta_info"}`` per
+    prompt, a list when the body gave a list; ``embedding`` is whatever the forward returns
+    per prompt (pooled vector, or a classifier's raw logits)."""
+    if (body.text is None) == (body.input_ids is None):
+        raise bad_request("give exactly one of text or input_ids")
+    given = body.text if body.text is not None else body.input_ids
+    assert given is not None
+    prompts = embedding_inputs(ctx, given)
+    rid = body.rid or uuid.uuid4().hex
     try:
-        return (await ctx.tokenizer_manager.forward_only(message)).values
+        output = await ctx.tokenizer_manager.forward_only(message(rid, prompts))
     except InvalidRequest as err:
         raise bad_request(str(err)) from None
+    results = [
+        {"embedding": values, "meta_info": {"id": rid, "prompt_tokens": len(ids)}}
+        for values, ids in zip(output.values, prompts)
+    ]
+    batched = isinstance(body.text, list) or bool(body.input_ids and isinstance(body.input_ids[0], list))
+    return json_response(results if batched else results[0])

@@ -19,9 +19,9 @@ from pydantic import BaseModel, ConfigDict
 from engine.config.classification import num_labels
 from engine.ipc.messages import ClassifyRequest, ForwardOnlyOutput
 from engine.server.context import ServerContext
-from engine.server.http_errors import bad_request, json_response
+from engine.server.http_errors import json_response
 from engine.server.openai.serving_embedding import embedding_inputs
-from engine.server.routes_embedding import EncodeBody
+from engine.server.routes_embedding import EncodeBody, answer_encode_body
 
 
 class OpenAIClassifyBody(BaseModel):
@@ -36,19 +36,7 @@ async def _logits(ctx: ServerContext, prompts: list[list[int]], rid: str) -> For
 
 
 async def classify_native(ctx: ServerContext, body: EncodeBody) -> Response:
-    if (body.text is None) == (body.input_ids is None):
-        raise bad_request("give exactly one of text or input_ids")
-    given = body.text if body.text is not None else body.input_ids
-    assert given is not None
-    prompts = embedding_inputs(ctx, given)
-    rid = body.rid or uuid.uuid4().hex
-    output = await _logits(ctx, prompts, rid)
-    results = [
-        {"embedding": logits, "meta_info": {"id": rid, "prompt_tokens": len(ids)}}
-        for logits, ids in zip(output.values, prompts)
-    ]
-    batched = isinstance(body.text, list) or bool(body.input_ids and isinstance(body.input_ids[0], list))
-    return json_response(results if batched else results[0])
+    return await answer_encode_body(ctx, body, ClassifyRequest)
 
 
 async def classify_openai(ctx: ServerContext, body: OpenAIClassifyBody) -> Response:
