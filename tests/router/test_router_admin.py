@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import httpx
+
 from tests.router.conftest import Proc, Router, start_echo, stop
 
 

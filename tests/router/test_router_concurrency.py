@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+
 from tests.router.conftest import Proc, Router
 
 CLIENTS = 200

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+
 from tests.router.conftest import Proc, Router, start_echo, start_router, stop
 
 CHAT = {"messages": [{"role": "user", "content": "one two three"}]}

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from tests.router.conftest import Proc, Router, start_echo, start_router, stop
 
+from tests.router.conftest import Proc, Router, start_echo, start_router, stop
 from tests.support.engine_process import EngineServer, engine_server
 
 pytestmark = pytest.mark.slow

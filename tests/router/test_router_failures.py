@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
 from tests.router.conftest import Proc, Router, start_echo
 
 CHAT = {"messages": [{"role": "user", "content": "one two three"}]}

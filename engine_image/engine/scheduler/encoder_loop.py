@@ -58,7 +58,7 @@ class EncoderServer:
                 self._send(refused)
         elif isinstance(message, GenerateRequest):
             for rid in message.rids:
-                self._send(RequestError(rid, "this is an embedding model: it cannot generate text"))
+                self._send(RequestError(rid, "this model is an encoder: it cannot generate text"))
         elif isinstance(message, AbortRequest):
             if message.abort_all:
                 self.queue.pending.clear()

@@ -34,6 +34,15 @@ _GENERATION_PATHS = frozenset(
 )
 
 
+# What each kind is and serves, to open a refusal on any route.
+KIND_DESCRIPTIONS: dict[ModelKind, str] = {
+    "generation": "this is a generation model",
+    "embedding": "this is an embedding model (it serves /v1/embeddings and /encode)",
+    "cross-encoder": "this is a cross-encoder (it serves /v1/rerank and /classify)",
+    "reward": "this is a reward model (it serves /classify)",
+}
+
+
 def model_kind(architectures: Sequence[str], is_embedding: bool) -> ModelKind:
     """What the served model does, from config.json's architectures and --is-embedding."""
     if any(arch in CROSS_ENCODER_ARCHITECTURES for arch in architectures):

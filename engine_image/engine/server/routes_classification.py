@@ -15,19 +15,13 @@ from pydantic import BaseModel
 from engine.errors import InvalidRequest
 from engine.server.context import ServerContext
 from engine.server.http_errors import bad_request, parse_json_body
-from engine.server.model_kind_guard import ModelKind, model_kind
+from engine.server.model_kind_guard import KIND_DESCRIPTIONS, ModelKind, model_kind
 from engine.server.routes_embedding import EncodeBody
 from engine.server.serving_classify import OpenAIClassifyBody, classify_native, classify_openai
 from engine.server.serving_rerank import RerankBody, rerank_cohere, rerank_sglang
 
 Body = TypeVar("Body", bound=BaseModel)
 
-_SERVES: dict[ModelKind, str] = {
-    "generation": "this is a generation model",
-    "embedding": "this is an embedding model (it serves /v1/embeddings and /encode)",
-    "cross-encoder": "this is a cross-encoder (it serves /v1/rerank and /classify)",
-    "reward": "this is a reward model (it serves /classify)",
-}
 _RERANK_NEEDS = "reranking needs a cross-encoder (BertForSequenceClassification, XLMRobertaForSequenceClassification)"
 _CLASSIFY_NEEDS = "classification needs a sequence-classification model (a cross-encoder or a reward model)"
 
@@ -44,7 +38,7 @@ def classification_router(ctx: ServerContext) -> APIRouter:
         handler: Callable[[ServerContext, Body], Awaitable[Response]],
     ) -> Response:
         if kind not in allowed:
-            raise bad_request(f"{_SERVES[kind]}: {needs}")
+            raise bad_request(f"{KIND_DESCRIPTIONS[kind]}: {needs}")
         body = await parse_json_body(request, model)
         try:
             return await handler(ctx, body)

@@ -12,6 +12,7 @@ from engine.errors import InvalidRequest
 from engine.ipc.messages import ClassifyRequest, EmbedRequest
 from engine.server.context import ServerContext
 from engine.server.http_errors import bad_request, json_response, parse_json_body
+from engine.server.model_kind_guard import KIND_DESCRIPTIONS, model_kind
 from engine.server.openai.serving_embedding import (
     EmbeddingRequest,
     create_embedding,
@@ -29,6 +30,7 @@ class EncodeBody(BaseModel):
 
 def embedding_router(ctx: ServerContext) -> APIRouter:
     router = APIRouter()
+    kind = model_kind(ctx.hf_config.get("architectures") or [], ctx.is_embedding)
 
     def require_embedding_model() -> None:
         if not ctx.is_embedding:
@@ -53,8 +55,8 @@ def embedding_router(ctx: ServerContext) -> APIRouter:
 
     @router.post("/v1/score")
     async def score_route(request: Request) -> Response:
-        if ctx.is_embedding:
-            raise bad_request("this is an embedding model: /v1/score needs a generation model")
+        if kind != "generation":
+            raise bad_request(f"{KIND_DESCRIPTIONS[kind]}: /v1/score needs a generation model")
         try:
             return await score(ctx, await parse_json_body(request, ScoreBody))
         except InvalidRequest as err:

@@ -142,6 +142,7 @@ def test_reward_model_classify_equals_transformers(reward_server: EngineServer, 
         ("/v1/rerank", {"query": QUERY, "documents": DOCUMENTS}, "this is a reward model"),
         ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}, "reward (sequence-classification) model: it cannot generate"),
         ("/v1/embeddings", {"input": "hi"}, "it has no embeddings"),
+        ("/v1/score", {"query": "hi", "items": ["a"], "label_token_ids": [1]}, "this is a reward model"),
     ],
 )
 def test_reward_model_refuses_other_kinds(reward_server: EngineServer, path: str, body: dict[str, object], message: str) -> None:
