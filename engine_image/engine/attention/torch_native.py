@@ -15,7 +15,7 @@ from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 class _DecodeMetadata:
     kv_indices: torch.Tensor  # [B * max_len] pool slots, row-major, padded with slot 0
     max_len: int
-    mask: torch.Tensor  # [B, 1, 1, max_len] additive: 0 for real keys, -inf for padding
+    mask: torch.Tensor  # [B, 1, 1, max_len] additive, in the KV dtype: 0 for real keys, -inf for padding
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class TorchNativeAttention(AttentionBackend):
         arange = torch.arange(max_len, device=rows.device)
         valid = arange[None, :] < batch.seq_lens[:, None]
         kv_indices = torch.where(valid, rows, torch.zeros_like(rows))
-        mask = torch.zeros(valid.shape, dtype=torch.float32, device=rows.device)
+        mask = torch.zeros(valid.shape, dtype=batch.kv_pool.dtype, device=rows.device)
         mask.masked_fill_(~valid, float("-inf"))
         return _DecodeMetadata(kv_indices=kv_indices.flatten(), max_len=max_len, mask=mask[:, None, None, :])
 
@@ -97,7 +97,7 @@ class TorchNativeAttention(AttentionBackend):
         # into the query length): one attention per KV head instead of broadcast K/V.
         group = self.num_heads // self.num_kv_heads
         queries = q.reshape(batch_size, self.num_kv_heads, group, self.head_dim)
-        out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=meta.mask.to(q.dtype))
+        out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=meta.mask)
         return out.reshape(batch_size, self.num_heads * self.head_dim)
 
     def _extend(

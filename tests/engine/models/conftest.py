@@ -18,6 +18,13 @@ from transformers import (
 )
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+# NOTE: different lengths so a batch mixes prefill sizes; small ids are real tokens of
+# SmolLM2's tokenizer and in range for every tiny vocab.
+TINY_PROMPTS: list[list[int]] = [
+    [17, 305, 42],
+    [9, 1204, 88, 3071, 5, 640, 211],
+    [700, 31, 2, 4095, 123, 55, 999, 8, 2048, 77, 13],
+]
 
 # NOTE: vocab equals SmolLM2's so its tokenizer fits; the rest is as small as GQA allows.
 TINY_SHAPE: dict[str, Any] = {

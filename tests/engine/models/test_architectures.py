@@ -26,6 +26,7 @@ from engine.config.model_config import UnsupportedModelError
 from engine.engine import Engine
 from engine.models.registry import SUPPORTED_ARCHITECTURES
 from tests.engine.models.conftest import (
+    TINY_PROMPTS,
     TINY_SHAPE,
     TOKENIZER_FILES,
     Reference,
@@ -34,13 +35,7 @@ from tests.engine.models.conftest import (
 )
 
 MAX_NEW = 12
-# NOTE: different lengths so the batch mixes prefill sizes; small ids are real tokens of
-# SmolLM2's tokenizer and in range for every tiny vocab.
-PROMPTS = [
-    [17, 305, 42],
-    [9, 1204, 88, 3071, 5, 640, 211],
-    [700, 31, 2, 4095, 123, 55, 999, 8, 2048, 77, 13],
-]
+PROMPTS = TINY_PROMPTS
 GREEDY = {"temperature": 0, "max_new_tokens": MAX_NEW, "ignore_eos": True}
 LLAMA3_ROPE = {
     "rope_type": "llama3",

@@ -17,15 +17,17 @@ from engine.engine import Engine
 from engine.models.llama import MLP
 from engine.models.moe import SparseMoeBlock
 from engine.runtime.decoder_forward_only import DecoderForwardOnly
-from tests.engine.models.conftest import TOKENIZER_FILES, Reference, build_checkpoint, hf_greedy
+from tests.engine.models.conftest import (
+    TINY_PROMPTS,
+    TOKENIZER_FILES,
+    Reference,
+    build_checkpoint,
+    hf_greedy,
+)
 from tests.engine.moe.conftest import MOE_CASES
 
 MAX_NEW = 8
-PROMPTS = [
-    [17, 305, 42],
-    [9, 1204, 88, 3071, 5, 640, 211],
-    [700, 31, 2, 4095, 123, 55, 999, 8, 2048, 77, 13],
-]
+PROMPTS = TINY_PROMPTS
 GREEDY = {"temperature": 0, "max_new_tokens": MAX_NEW, "ignore_eos": True}
 
 
