@@ -12,6 +12,7 @@ from engine.models.sequence_classification import CrossEncoder
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.encoder_runner import ENCODER_DTYPES, right_padded
 from engine.runtime.forward_only_model import ForwardOnlyModel
+from engine.runtime.host_malloc import keep_freed_memory
 from engine.runtime.model_runner import resolve_device
 
 logger = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ class CrossEncoderRunner(ForwardOnlyModel):
         self.config = config
         self.model_config = BertConfig.from_dir(config.model_path)
         self.device = resolve_device(config.device)
+        keep_freed_memory(self.device)
         self.dtype = ENCODER_DTYPES[config.dtype]
         self.vocab_size = self.model_config.vocab_size
         self.type_vocab_size = self.model_config.type_vocab_size

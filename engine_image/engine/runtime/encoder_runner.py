@@ -13,6 +13,7 @@ from engine.models.bert import BertConfig, BertModel
 from engine.models.pooling import PoolingConfig, pool
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.forward_only_model import ForwardOnlyModel
+from engine.runtime.host_malloc import keep_freed_memory
 from engine.runtime.model_runner import resolve_device
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class EncoderRunner(ForwardOnlyModel):
         self.config = config
         self.model_config = BertConfig.from_dir(config.model_path)
         self.device = resolve_device(config.device)
+        keep_freed_memory(self.device)
         self.dtype = ENCODER_DTYPES[config.dtype]
         self.pooling = PoolingConfig.from_dir(config.model_path, default_mode="cls")
         self.vocab_size = self.model_config.vocab_size

@@ -18,6 +18,7 @@ from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
 from engine.runtime.forward_batch import ForwardBatch
+from engine.runtime.host_malloc import keep_freed_memory
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class ModelRunner:
         self.config = config
         self.model_config = ModelConfig.from_dir(config.model_path)
         self.device = resolve_device(config.device)
+        keep_freed_memory(self.device)
         self.dtype = resolve_dtype(config.dtype, self.model_config, self.device)
         self.context_length = self._context_length()
         # NOTE: owned here, not by the model, so a recording survives a weight reload.

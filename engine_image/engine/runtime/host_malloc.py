@@ -1,0 +1,53 @@
+"""glibc malloc tuning for the CPU path: freed activations stay in the process.
+
+A CPU forward allocates and frees tens of megabytes of activations per layer. With glibc's
+defaults, blocks that large are mapped fresh from the kernel (or the heap is trimmed after
+they are freed), so every forward faults its activation pages in again: 7% of a prefill
+step on SmolLM2 at 1,024 tokens. Raising the mmap threshold and the trim threshold keeps
+those pages, much as a GPU caching allocator keeps device memory (vLLM's CPU backend
+preloads tcmalloc for the same reason). Only long-lived buffers above 32 MiB (weights, the
+KV pool) are still mapped on their own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+# mallopt(3) parameters (glibc's malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_TOP_PAD = -2
+_M_MMAP_THRESHOLD = -3
+
+# NOTE: 32 MiB is the largest mmap threshold glibc accepts on 64-bit (HEAP_MAX_SIZE / 2).
+_MMAP_THRESHOLD = 32 << 20
+_TRIM_THRESHOLD = 1 << 30
+_TOP_PAD = 64 << 20
+
+
+def keep_freed_memory(device: torch.device) -> bool:
+    """On CPU under glibc, tunes malloc so freed activations are reused; True if applied."""
+    if device.type != "cpu":
+        return False
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return False  # not glibc (musl, macOS): their allocators keep their own policy
+    applied = all(
+        mallopt(param, value) == 1
+        for param, value in (
+            (_M_MMAP_THRESHOLD, _MMAP_THRESHOLD),
+            (_M_TRIM_THRESHOLD, _TRIM_THRESHOLD),
+            (_M_TOP_PAD, _TOP_PAD),
+        )
+    )
+    if not applied:
+        logger.debug("malloc tuning refused; activation pages are faulted in anew each forward")
+    return applied
