@@ -51,16 +51,19 @@ class RotaryEmbedding:
 
     def lookup(self, positions: torch.Tensor, dtype: torch.dtype) -> RopeAngles:
         """cos/sin for ``positions``; computed once per forward and shared by every layer."""
-        return RopeAngles(
-            cos=self.cos_cache[positions].to(dtype).unsqueeze(1),
-            sin=self.sin_cache[positions].to(dtype).unsqueeze(1),
-        )
+        cos = self.cos_cache[positions].to(dtype).unsqueeze(1)
+        sin = self.sin_cache[positions].to(dtype).unsqueeze(1)
+        half = sin.shape[-1] // 2
+        return RopeAngles(cos=cos, sin=sin, sin_signed=torch.cat((-sin[..., :half], sin[..., half:]), dim=-1))
 
 
 @dataclass(frozen=True)
 class RopeAngles:
     cos: torch.Tensor  # [tokens, 1, head_dim]
     sin: torch.Tensor
+    # NOTE: sin with its first half negated, so rotate-half needs no negation of x:
+    # x2 * -sin1 is bit-identical to -(x2 * sin1).
+    sin_signed: torch.Tensor
 
     def apply(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if use_triton_kernels(q):
@@ -68,9 +71,12 @@ class RopeAngles:
             from engine.kernels.triton.rotary import apply_rotary
 
             return apply_rotary(q, k, self.cos, self.sin)
-        return q * self.cos + _rotate_half(q) * self.sin, k * self.cos + _rotate_half(k) * self.sin
+        return self.rotate_heads(q), self.rotate_heads(k)
 
-
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    def rotate_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """Rotate-half RoPE of ``x`` (``[tokens, heads, head_dim]``, any heads), in torch ops."""
+        half = x.shape[-1] // 2
+        swapped = torch.cat((x[..., half:], x[..., :half]), dim=-1)
+        rotated = x * self.cos
+        rotated += swapped.mul_(self.sin_signed)
+        return rotated

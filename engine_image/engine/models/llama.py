@@ -48,12 +48,17 @@ class Attention(nn.Module):
     ) -> torch.Tensor:
         qkv = self.qkv_proj(hidden)
         q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = q.view(-1, self.num_heads, self.head_dim)
-        k = k.view(-1, self.num_kv_heads, self.head_dim)
         v = v.view(-1, self.num_kv_heads, self.head_dim)
-        if self.q_norm is not None and self.k_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k = rope.apply(q, k)
+        if self.q_norm is None and not use_triton_kernels(qkv):
+            # NOTE: q's and k's heads lie side by side in qkv: one rotation covers both.
+            heads = qkv[:, : self.q_size + self.kv_size].view(-1, self.num_heads + self.num_kv_heads, self.head_dim)
+            q, k = rope.rotate_heads(heads).split([self.num_heads, self.num_kv_heads], dim=1)
+        else:
+            q = q.view(-1, self.num_heads, self.head_dim)
+            k = k.view(-1, self.num_kv_heads, self.head_dim)
+            if self.q_norm is not None and self.k_norm is not None:
+                q, k = self.q_norm(q), self.k_norm(k)
+            q, k = rope.apply(q, k)
         return self.o_proj(backend.forward(q, k, v, self.layer_id, batch))
 
 
@@ -74,7 +79,7 @@ class MLP(nn.Module):
 
             return self.down_proj(silu_and_mul(gate_up))
         gate, up = gate_up.split(self.intermediate_size, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        return self.down_proj(F.silu(gate).mul_(up))
 
 
 class DecoderLayer(nn.Module):
