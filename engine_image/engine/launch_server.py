@@ -49,6 +49,7 @@ def serve(args: ServerArgs) -> None:
     from engine.server.context import ServerContext
     from engine.server.http_server import create_app
     from engine.server.supervisor import ChildStartError, Supervisor
+    from engine.server.thread_binding import bound_omp_threads
     from engine.server.tokenizer_manager import TokenizerManager
 
     _check_port_free(args.host, args.port)
@@ -56,9 +57,10 @@ def serve(args: ServerArgs) -> None:
     supervisor = Supervisor()
     tokenizer_path = args.tokenizer_path or args.model_path
     try:
-        supervisor.spawn(
-            "scheduler", run_scheduler_process, args.engine_config(), port_args, args.public_dict(), args.log_level
-        )
+        with bound_omp_threads():
+            supervisor.spawn(
+                "scheduler", run_scheduler_process, args.engine_config(), port_args, args.public_dict(), args.log_level
+            )
         supervisor.spawn("detokenizer", run_detokenizer_process, tokenizer_path, port_args)
         infos = supervisor.wait_ready(START_TIMEOUT_S)
     except (ChildStartError, KeyboardInterrupt) as err:
