@@ -7,9 +7,8 @@ process wakes, and a matrix product waits at its barrier for the displaced threa
 2-core test machine, binding raised throughput at 32 concurrent requests by ~6%.
 
 NOTE: only the scheduler child gets the binding. libgomp reads ``GOMP_CPU_AFFINITY`` when
-torch is imported, and binds the importing thread too: set for the whole server, it would pin
-the HTTP and detokenizer processes' main threads to the first core as well (that halved
-throughput when tried).
+torch is imported; set for the whole server it halved throughput when tried, most likely
+because it also pinned the HTTP and detokenizer processes' main threads to the first core.
 """
 
 from __future__ import annotations
