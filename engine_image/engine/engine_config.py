@@ -23,7 +23,7 @@ class EngineConfig:
     chunked_prefill_size: int | None = None
     max_running_requests: int = 128
     disable_radix_cache: bool = False
-    attention_backend: str | None = None  # default: triton on CUDA (if installed), else torch_native
+    attention_backend: str | None = None  # default: triton on CUDA (if installed), cpu on CPU, else torch_native
     disable_cuda_graph: bool = False
     random_seed: int = 0
     is_embedding: bool = False  # serve embeddings (/encode, /v1/embeddings), not generation

@@ -1,5 +1,6 @@
 """Attention backends behind one abstract interface, chosen by name from a registry."""
 
+from engine.attention import cpu_backend as _cpu_backend  # noqa: F401  (registers itself)
 from engine.attention import torch_native as _torch_native  # noqa: F401  (registers itself)
 from engine.attention.base import (
     AttentionBackend,

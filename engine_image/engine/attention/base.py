@@ -58,8 +58,11 @@ def available_attention_backends() -> list[str]:
 
 
 def default_attention_backend(device: torch.device) -> str:
-    """Triton kernels on CUDA when triton is installed; the torch-native reference elsewhere."""
-    return "triton" if device.type == "cuda" and triton_available() else "torch_native"
+    """Triton kernels on CUDA when triton is installed, the C++ decode kernel on CPU, and
+    the torch-native reference elsewhere."""
+    if device.type == "cuda" and triton_available():
+        return "triton"
+    return "cpu" if device.type == "cpu" else "torch_native"
 
 
 def create_attention_backend(

@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunked-prefill-size", type=int, default=None)
     p.add_argument("--max-running-requests", type=int, default=128)
     p.add_argument("--disable-radix-cache", action="store_true")
-    # NOTE: unset, the engine picks triton on CUDA (when installed) and torch_native elsewhere.
+    # NOTE: unset, the engine picks triton on CUDA (when installed), cpu on CPU, else torch_native.
     p.add_argument("--attention-backend")
     p.add_argument("--disable-cuda-graph", action="store_true")
     p.add_argument("--random-seed", type=int, default=0)

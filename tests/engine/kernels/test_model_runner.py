@@ -11,7 +11,7 @@ pytest.importorskip("triton", reason="triton is not installed (the dev extra ins
 
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from engine.attention.torch_native import TorchNativeAttention
+from engine.attention.cpu_backend import CpuAttention
 from engine.attention.triton_backend import TritonAttention
 from engine.engine_config import EngineConfig
 from engine.runtime.forward_batch import ForwardBatch, ForwardMode
@@ -111,9 +111,9 @@ def test_every_triton_kernel_in_the_model_matches_the_torch_path(
 
 
 @pytest.mark.skipif(DEVICE.type == "cuda", reason="checks the CPU defaults")
-def test_cpu_defaults_to_torch_native_and_never_builds_cuda_graphs(tiny_checkpoint: Path) -> None:
+def test_cpu_defaults_to_the_cpu_kernel_backend_and_never_builds_cuda_graphs(tiny_checkpoint: Path) -> None:
     runner = _runner(tiny_checkpoint, None)
-    assert isinstance(runner.attention, TorchNativeAttention)
+    assert isinstance(runner.attention, CpuAttention)
     assert runner.cuda_graph is None
     # NOTE: even a capture-safe backend gets no graphs off CUDA.
     triton_runner = _runner(tiny_checkpoint, "triton")

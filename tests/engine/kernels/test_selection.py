@@ -15,8 +15,8 @@ from engine.kernels.triton import triton_available
 from engine.runtime.cuda_graph_runner import capture_batch_sizes, padded_batch_size
 
 
-def test_torch_native_is_the_default_off_cuda() -> None:
-    assert default_attention_backend(torch.device("cpu")) == "torch_native"
+def test_the_cpu_kernel_backend_is_the_default_on_cpu() -> None:
+    assert default_attention_backend(torch.device("cpu")) == "cpu"
 
 
 def test_triton_is_the_default_on_cuda_when_installed() -> None:
@@ -27,7 +27,7 @@ def test_triton_is_the_default_on_cuda_when_installed() -> None:
 def test_triton_is_listed_without_importing_it_and_a_missing_package_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert {"torch_native", "triton"} <= set(available_attention_backends())
+    assert {"cpu", "torch_native", "triton"} <= set(available_attention_backends())
     monkeypatch.setitem(attention_base._OPTIONAL, "missing", "engine.attention.no_such_backend")
     with pytest.raises(ValueError, match="'missing' needs the 'engine.attention.no_such_backend'"):
         create_attention_backend("missing", 4, 2, 16)

@@ -1,0 +1,121 @@
+"""Compiles the CPU kernels with torch's C++ extension builder and caches the library.
+
+The library is named after the vector ISA it is built for and a hash of its source and
+flags, and lives in ``$TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``), so a
+machine compiles it once (~15 s) and every later engine start loads it in milliseconds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+SOURCES = (Path(__file__).with_name("decode_attention.cpp"),)
+# NOTE: the head sizes decode_attention.cpp instantiates; other sizes use the torch path.
+CPU_HEAD_DIMS = frozenset({16, 32, 64, 128, 256})
+# NOTE: -fopenmp at compile time only: at::parallel_for's GOMP_parallel then resolves to the
+# OpenMP runtime torch already loaded, so the kernel runs on torch's threads (one pool).
+_OPTIMIZE = ["-O3", "-ffast-math", "-fopenmp"]
+# NOTE: keyed by torch's own view of the CPU; a library built for AVX2 never loads on a
+# machine without it (another name, so another build).
+_ISA_FLAGS = {"AVX2": ["-mavx2", "-mfma"], "AVX512": ["-mavx2", "-mfma"]}
+
+
+@cache
+def load_cpu_kernels() -> Any | None:
+    """The ``torch.ops.gomgr_cpu`` namespace, building the library first if needed; None
+    (logged once, with the reason) when it cannot be built or loaded."""
+    try:
+        library = _library_path()
+        if library.exists():
+            torch.ops.load_library(str(library))
+        else:
+            _build_and_load(library)
+    except Exception as err:  # noqa: BLE001 - any build failure means "use the torch path"
+        logger.warning(
+            "CPU attention kernel unavailable (%s: %s); decode attention falls back to torch ops "
+            "(slower). Install a C++ compiler (g++) to enable it.",
+            type(err).__name__, str(err).splitlines()[0] if str(err) else "",
+        )
+        return None
+    return torch.ops.gomgr_cpu
+
+
+def _flags() -> list[str]:
+    return _OPTIMIZE + _ISA_FLAGS.get(torch.backends.cpu.get_cpu_capability(), [])
+
+
+def _library_path() -> Path:
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        digest.update(source.read_bytes())
+    digest.update(" ".join(_flags()).encode())
+    digest.update(torch.__version__.encode())
+    isa = torch.backends.cpu.get_cpu_capability().lower()
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+    return root / "gomgr" / f"gomgr_cpu_{isa}_{digest.hexdigest()[:16]}.so"
+
+
+def _build_and_load(library: Path) -> None:
+    """Compiles into a private directory, loads the result and moves it into place atomically.
+
+    NOTE: torch's builder guards its build directory with a lock file that a killed process
+    leaves behind, after which every later build waits forever; a private directory per
+    build has no such file to inherit, and the flock here (released by the kernel when its
+    holder dies) keeps concurrent engine starts from compiling twice.
+    """
+    from torch.utils.cpp_extension import load
+
+    _put_ninja_on_path()
+    library.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(library.with_suffix(".lock")):
+        if library.exists():  # another engine built it while this one waited
+            torch.ops.load_library(str(library))
+            return
+        logger.info("building the CPU attention kernel for this machine (once, ~15 s)")
+        with tempfile.TemporaryDirectory(dir=library.parent) as build_dir:
+            name = library.stem
+            # NOTE: is_python_module=False makes torch load the built library (by path) into
+            # this process, which is what registers torch.ops.gomgr_cpu.
+            load(
+                name=name, sources=[str(s) for s in SOURCES], extra_cflags=_flags(),
+                build_directory=build_dir, is_python_module=False, is_standalone=False,
+            )
+            tmp = Path(build_dir) / f"{name}.so"
+            shutil.copy2(tmp, library.with_suffix(".tmp"))
+            os.replace(library.with_suffix(".tmp"), library)
+
+
+def _put_ninja_on_path() -> None:
+    """torch's builder runs ``ninja`` from PATH; the ninja wheel's binary sits in the venv,
+    which is not on PATH when the engine runs as ``.venv/bin/python -m ...``."""
+    if shutil.which("ninja") is not None:
+        return
+    try:
+        import ninja
+    except ImportError:
+        return
+    os.environ["PATH"] = f"{ninja.BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

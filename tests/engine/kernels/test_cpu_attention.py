@@ -1,0 +1,131 @@
+"""The "cpu" attention backend's C++ decode kernel against the torch-native reference, and
+how the kernel library is built: cached per machine, safe against killed and concurrent
+builds, and a clean fallback to torch ops where no compiler exists."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.attention import create_attention_backend
+from engine.attention.cpu_backend import CpuAttention
+from engine.kernels.cpu import build as cpu_build
+from engine.kernels.cpu import load_cpu_kernels
+from tests.engine.kernels.batches import attention_case
+
+CPU = torch.device("cpu")
+REPO = Path(__file__).resolve().parents[3]
+# NOTE: ragged decode: one key only, a short context, one longer than any vector block.
+DECODE = {"prefix_lens": [0, 8, 300], "new_lens": [1, 1, 1]}
+
+
+def _decode_both(
+    heads: tuple[int, int], head_dim: int, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """The kernel backend's and the reference's decode outputs, and whether the kernel ran."""
+    num_heads, num_kv_heads = heads
+    case = attention_case(num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim, dtype=dtype, device=CPU, **DECODE)
+    reference = create_attention_backend("torch_native", num_heads, num_kv_heads, head_dim)
+    reference.init_forward_metadata(case.batch)
+    expected = reference.forward(case.q, case.k, case.v, 0, case.batch)
+    backend = create_attention_backend("cpu", num_heads, num_kv_heads, head_dim)
+    assert isinstance(backend, CpuAttention)
+    backend.init_forward_metadata(case.batch)
+    got = backend.forward(case.q, case.k, case.v, 0, case.batch)
+    return got, expected, backend.decodes_with_kernel(case.batch)
+
+
+def test_the_kernel_library_builds_on_this_machine() -> None:
+    assert load_cpu_kernels() is not None, "the CPU kernel did not build; see the warning logged"
+
+
+# NOTE: group sizes 1 (multi-head), 3 (SmolLM2), 7 (a block of four and one of three) and 8.
+@pytest.mark.parametrize("head_dim", sorted(cpu_build.CPU_HEAD_DIMS))
+@pytest.mark.parametrize("heads", [(2, 2), (9, 3), (14, 2), (8, 1)], ids=["mha", "gqa3", "gqa7", "gqa8"])
+def test_decode_kernel_matches_torch_native(heads: tuple[int, int], head_dim: int) -> None:
+    got, expected, used_kernel = _decode_both(heads, head_dim)
+    assert used_kernel
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_queries_sliced_from_a_wider_projection_are_read_correctly() -> None:
+    """In the model q is a view into the fused qkv projection, not a contiguous tensor."""
+    num_heads, num_kv_heads, head_dim = 9, 3, 64
+    case = attention_case(num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim, dtype=torch.float32, device=CPU, **DECODE)
+    qkv = torch.cat([case.q, torch.randn(3, 2 * num_kv_heads, head_dim)], dim=1)
+    q_view = qkv[:, :num_heads]
+    assert not q_view.is_contiguous()
+    reference = create_attention_backend("torch_native", num_heads, num_kv_heads, head_dim)
+    reference.init_forward_metadata(case.batch)
+    expected = reference.forward(case.q, case.k, case.v, 0, case.batch)
+    backend = create_attention_backend("cpu", num_heads, num_kv_heads, head_dim)
+    backend.init_forward_metadata(case.batch)
+    torch.testing.assert_close(backend.forward(q_view, case.k, case.v, 0, case.batch), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("head_dim", "dtype"), [(24, torch.float32), (64, torch.bfloat16)], ids=["head-dim-24", "bf16-pool"]
+)
+def test_what_the_kernel_does_not_cover_runs_the_torch_path(head_dim: int, dtype: torch.dtype) -> None:
+    got, expected, used_kernel = _decode_both((4, 2), head_dim, dtype)
+    assert not used_kernel
+    torch.testing.assert_close(got, expected)
+
+
+def test_prefill_runs_the_torch_path_and_decode_reads_what_it_stored() -> None:
+    case = attention_case([0, 5], [6, 3], 4, 2, 32, torch.float32, CPU)
+    reference = create_attention_backend("torch_native", 4, 2, 32)
+    backend = create_attention_backend("cpu", 4, 2, 32)
+    for b in (reference, backend):
+        b.init_forward_metadata(case.batch)
+    torch.testing.assert_close(
+        backend.forward(case.q, case.k, case.v, 0, case.batch),
+        reference.forward(case.q, case.k, case.v, 0, case.batch),
+    )
+
+
+def _build_in_subprocess(cache: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    code = (
+        "import logging, sys; logging.basicConfig(level=logging.INFO, stream=sys.stdout)\n"
+        "from engine.kernels.cpu import load_cpu_kernels\n"
+        "print('LOADED' if load_cpu_kernels() is not None else 'FALLBACK')\n"
+    )
+    child_env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(cache), **(env or {})}
+    return subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, env=child_env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_killed_build_blocks_nobody_and_concurrent_builds_compile_once(tmp_path: Path) -> None:
+    killed = _build_in_subprocess(tmp_path)
+    deadline = time.monotonic() + 60
+    # NOTE: killed once the compiler is running, so its half-built files are left behind.
+    while not any(tmp_path.rglob("*.ninja")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert killed.poll() is None, killed.communicate()[0]
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    builders = [_build_in_subprocess(tmp_path) for _ in range(2)]
+    outputs = [b.communicate(timeout=240)[0] for b in builders]
+    assert all(b.returncode == 0 for b in builders), outputs
+    assert all(out.strip().endswith("LOADED") for out in outputs), outputs
+    assert sum("building the CPU attention kernel" in out for out in outputs) == 1, outputs
+    assert len(list((tmp_path / "gomgr").glob("*.so"))) == 1
+
+
+def test_without_a_compiler_the_engine_falls_back_with_one_clear_warning(tmp_path: Path) -> None:
+    builder = _build_in_subprocess(tmp_path, {"CXX": str(tmp_path / "no-such-compiler")})
+    output = builder.communicate(timeout=120)[0]
+    assert builder.returncode == 0, output
+    assert output.strip().endswith("FALLBACK"), output
+    assert "CPU attention kernel unavailable" in output and "Install a C++ compiler" in output, output
