@@ -26,4 +26,8 @@ def tolerance(dtype: torch.dtype) -> dict[str, float]:
     """assert_close tolerances for attention outputs computed in ``dtype``."""
     if dtype == torch.float32:
         return {"atol": 1e-5, "rtol": 1e-5}
+    if dtype == torch.bfloat16:
+        # NOTE: bf16 keeps 8 significant bits: kernels that accumulate in fp32 and round once
+        # land one ulp (2^-8 relative, ~0.004 at 1.0) from SDPA's rounding; seen on an H200.
+        return {"atol": 8e-3, "rtol": 1.6e-2}
     return {"atol": 2e-3, "rtol": 2e-3}

@@ -43,7 +43,7 @@ TINY_SHAPE: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class Reference:
-    """transformers' greedy continuation of one prompt."""
+    """transformers' greedy continuation of one prompt (on the model's device)."""
 
     output_ids: list[int]
     logprobs: list[float]  # log-prob of each chosen token
@@ -80,12 +80,9 @@ def hf_greedy(model: PreTrainedModel, prompt: list[int], max_new_tokens: int) ->
         pad_token_id=0,
         eos_token_id=None,
     )
+    ids = torch.tensor([prompt], device=model.device)
     with torch.inference_mode():
-        out = model.generate(
-            torch.tensor([prompt]),
-            attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-            generation_config=config,
-        )
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)
     new = out.sequences[0, len(prompt) :].tolist()
     steps = [torch.log_softmax(step[0].float(), -1) for step in out.logits]
     for i, step in enumerate(steps):
@@ -93,7 +90,7 @@ def hf_greedy(model: PreTrainedModel, prompt: list[int], max_new_tokens: int) ->
         # NOTE: a near-tie would make the comparison depend on fp rounding, not on the
         # engine being right; fail loudly so the seed or prompt gets changed instead.
         assert top2[0] - top2[1] > 1e-3, f"near-tie at step {i}: choose another seed"
-    return Reference(new, [s[t].item() for s, t in zip(steps, new)], steps[0])
+    return Reference(new, [s[t].item() for s, t in zip(steps, new)], steps[0].cpu())
 
 
 @pytest.fixture(scope="session")
