@@ -46,6 +46,13 @@ def test_the_kernel_library_builds_on_this_machine() -> None:
     assert load_cpu_kernels() is not None, "the CPU kernel did not build; see the warning logged"
 
 
+def test_loading_the_kernel_keeps_denormals() -> None:
+    """-ffast-math at link time would add a constructor that flushes denormals to zero for
+    the whole process; the kernel is compiled with it, never linked with it."""
+    assert load_cpu_kernels() is not None
+    assert (torch.tensor([1e-40]) * 1.0).item() != 0.0
+
+
 # NOTE: group sizes 1 (multi-head), 3 (SmolLM2), 7 (a block of four and one of three) and 8.
 @pytest.mark.parametrize("head_dim", sorted(cpu_build.CPU_HEAD_DIMS))
 @pytest.mark.parametrize("heads", [(2, 2), (9, 3), (14, 2), (8, 1)], ids=["mha", "gqa3", "gqa7", "gqa8"])

@@ -92,7 +92,7 @@ def _build_and_load(library: Path) -> None:
             # this process, which is what registers torch.ops.gomgr_cpu.
             load(
                 name=name, sources=[str(s) for s in SOURCES], extra_cflags=_flags(),
-                build_directory=build_dir, is_python_module=False, is_standalone=False,
+                build_directory=build_dir, is_python_module=False,
             )
             tmp = Path(build_dir) / f"{name}.so"
             shutil.copy2(tmp, library.with_suffix(".tmp"))
