@@ -32,8 +32,11 @@ def parse_args(argv: list[str]) -> tuple[Config, Path]:
     parser.add_argument("--system-tokens", type=int, default=1000)
     parser.add_argument("--chats", type=int, default=4)
     parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each random workload (median reported)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     names = tuple(name.strip() for name in args.systems.split(","))
     if unknown := [n for n in names if n not in SYSTEMS]:
         parser.error(f"unknown systems {unknown}; known: {list(SYSTEMS)}")
@@ -48,6 +51,7 @@ def parse_args(argv: list[str]) -> tuple[Config, Path]:
         system_tokens=args.system_tokens,
         chats=args.chats,
         turns=args.turns,
+        rounds=args.rounds,
     )
     return config, args.out
 

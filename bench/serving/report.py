@@ -79,6 +79,17 @@ def systems_list(result: dict[str, Any]) -> str:
     return "\n".join(line.replace("\n", " ") for line in lines)
 
 
+def _round_rates(record: dict[str, Any], concurrency: str) -> list[float]:
+    """Output tok/s of each round, in the order they ran (one, from a single-round result)."""
+    summary = record["random"][concurrency]
+    return summary.get("rounds_output_tok_s", [summary["output_tok_s"]])
+
+
+def _rounds(record: dict[str, Any], concurrency: str) -> str:
+    n = len(_round_rates(record, concurrency))
+    return "1 round" if n == 1 else f"{n} rounds"
+
+
 def headlines(result: dict[str, Any]) -> str:
     ran = _ran(result)
     lines = []
@@ -91,10 +102,15 @@ def headlines(result: dict[str, Any]) -> str:
     if OURS in ran and peers:
         best = max(peers, key=lambda n: peers[n])
         ours = ran[OURS]["random"][top]["output_tok_s"]
-        lines.append(
+        line = (
             f"Output throughput at concurrency {top}: ours {ours:.1f} tok/s, best peer {best} "
-            f"{peers[best]:.1f} tok/s: ratio **{ours / peers[best]:.2f}** (target ≥ 1)."
+            f"{peers[best]:.1f} tok/s (medians of {_rounds(ran[OURS], top)}): ratio "
+            f"**{ours / peers[best]:.2f}** (target ≥ 1)."
         )
+        paired = zip(_round_rates(ran[OURS], top), _round_rates(ran[best], top))
+        if ratios := [f"{a / b:.2f}" for a, b in paired if b]:
+            line += f" Round by round: {', '.join(ratios)}."
+        lines.append(line)
     if OURS in ran and OURS_NO_RADIX in ran:
         on = ran[OURS]["shared_prefix"]["ttft_p50_ms"]
         off = ran[OURS_NO_RADIX]["shared_prefix"]["ttft_p50_ms"]
@@ -110,7 +126,8 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n\n".join([
         headlines(result),
         (f"Random prompts of {cfg['prompt_len']} tokens, {cfg['output_len']} output tokens each "
-        "(ignore_eos or equivalent), /v1/completions, streamed:"),
+        "(ignore_eos or equivalent), /v1/completions, streamed; each system's median of "
+        f"{cfg.get('rounds', 1)} rounds (fresh prompts each round):"),
         random_table(result),
         (f"Shared prefix: {cfg['prefix_requests']} chats with one ~{cfg['system_tokens']}-token "
         f"system prompt and distinct questions, {cfg['prefix_concurrency']} at a time; multi-turn: "

@@ -6,7 +6,9 @@ Every system is prepared (peers install on first use), started on a free 127.0.0
 health-waited and given two warm-up requests; then each workload (the random one at each
 concurrency, the shared-prefix one, the multi-turn chats) runs on every system in turn, the
 order rotating from one workload to the next, so drift on a shared machine falls on all
-systems alike; at the end each server is stopped by pid. A system that cannot be prepared
+systems alike. The random workloads run in several rounds (fresh prompts each round, the same
+for every system), and each system's round with the median output tok/s is its result: one
+round of a 2-core machine swings by 10-20%. At the end each server is stopped by pid. A system that cannot be prepared
 or started is recorded with the reason, and the run goes on.
 """
 
@@ -48,6 +50,7 @@ class Config:
     system_tokens: int
     chats: int
     turns: int
+    rounds: int  # of each random workload; the median round is reported
 
 
 # A workload run against one server: (url, the system's extra request fields) -> summaries,
@@ -58,15 +61,20 @@ Workload = Callable[[str, dict[str, Any]], Measured]
 
 def _workloads(config: Config, tokenizer: Any) -> list[tuple[str, Workload]]:
     steps: list[tuple[str, Workload]] = []
-    for c in config.concurrency:
-        count = max(4, c * config.requests_per_slot)
-        requests = workload.random_requests(tokenizer, count, config.prompt_len, config.output_len, SEED + c)
+    for round_ in range(config.rounds):
+        for c in config.concurrency:
+            count = max(4, c * config.requests_per_slot)
+            # NOTE: fresh prompts every round, so no round is served from an earlier one's cache.
+            seed = SEED + c + 1000 * round_
+            requests = workload.random_requests(tokenizer, count, config.prompt_len, config.output_len, seed)
 
-        def random_load(url: str, extra: dict[str, Any], c: int = c, requests: Any = requests) -> Measured:
-            results, wall = asyncio.run(run_requests(url, MODEL_NAME, requests, c, extra))
-            return [(("random", str(c)), summarize(results, wall).as_dict())]
+            def random_load(
+                url: str, extra: dict[str, Any], c: int = c, requests: Any = requests, round_: int = round_
+            ) -> Measured:
+                results, wall = asyncio.run(run_requests(url, MODEL_NAME, requests, c, extra))
+                return [(("random_rounds", str(c), str(round_)), summarize(results, wall).as_dict())]
 
-        steps.append((f"random c={c}", random_load))
+            steps.append((f"random c={c} #{round_ + 1}", random_load))
     prefix = workload.shared_prefix_requests(
         tokenizer, config.prefix_requests, config.system_tokens, config.output_len, SEED
     )
@@ -96,6 +104,16 @@ def _record(record: dict[str, Any], measured: Measured) -> None:
         for parent in parents:
             place = place.setdefault(parent, {})
         place[key] = summary
+
+
+def _median_rounds(record: dict[str, Any]) -> None:
+    """Each concurrency's median round (by output tok/s) becomes its ``random`` result, with
+    every round's tok/s beside it."""
+    for c, rounds in record.get("random_rounds", {}).items():
+        ordered = sorted(rounds.values(), key=lambda s: s["output_tok_s"])
+        median = dict(ordered[(len(ordered) - 1) // 2])
+        median["rounds_output_tok_s"] = [rounds[k]["output_tok_s"] for k in sorted(rounds, key=int)]
+        record.setdefault("random", {})[c] = median
 
 
 def _progress(system: str, what: str, summary: dict[str, Any]) -> None:
@@ -153,6 +171,7 @@ def run(config: Config, save: Callable[[dict[str, Any]], None]) -> dict[str, Any
                 for name in names[shift:] + names[:shift]:
                     measured = run_workload(servers[name].url, SYSTEMS[name].extra)
                     _record(result["systems"][name], measured)
+                    _median_rounds(result["systems"][name])
                     _progress(name, label, measured[0][1])
                 result["date"] = datetime.now(UTC).isoformat(timespec="seconds")
                 result["machine"] = (
