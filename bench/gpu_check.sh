@@ -5,6 +5,7 @@
 #                         and the tests need beyond torch, triton, transformers and numpy;
 #                         installed with --target into a scratch folder, never over the machine's
 #   .gpucheck/tokenizer/  SmolLM2's tokenizer.json and tokenizer_config.json (no download)
+# (bench/gpu_wheels.sh fetches both, on a machine with PyPI and the model store.)
 # Steps, each under a time limit, each one's output in $OUT/<step>.log:
 #   kernels    pytest tests/engine/kernels   (the Triton kernels, compiled on the GPU)
 #   gpu_tests  pytest tests/engine/gpu       (the CUDA path inside the engine)
