@@ -11,6 +11,7 @@ from torch import nn
 
 from engine.attention.base import AttentionBackend
 from engine.config.model_config import ModelConfig
+from engine.kernels.cpu import cpu_kernels_for
 from engine.kernels.triton import use_triton_kernels
 from engine.layers.packed_linear import PackedLinear, pack_linear_layers
 from engine.layers.rmsnorm import RMSNorm
@@ -78,6 +79,11 @@ class MLP(nn.Module):
             from engine.kernels.triton.activation import silu_and_mul
 
             return self.down_proj(silu_and_mul(gate_up))
+        kernels = cpu_kernels_for(gate_up)
+        if kernels is not None:
+            out = gate_up.new_empty((*gate_up.shape[:-1], self.intermediate_size))
+            kernels.silu_and_mul(gate_up, out)
+            return self.down_proj(out)
         gate, up = gate_up.split(self.intermediate_size, dim=-1)
         return self.down_proj(F.silu(gate).mul_(up))
 

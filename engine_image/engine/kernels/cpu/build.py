@@ -23,7 +23,10 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-SOURCES = (Path(__file__).with_name("decode_attention.cpp"),)
+_HERE = Path(__file__).parent
+SOURCES = (_HERE / "decode_attention.cpp", _HERE / "rmsnorm.cpp", _HERE / "activation.cpp")
+# NOTE: hashed with the sources (a change rebuilds) but not compiled on their own.
+HEADERS = (_HERE / "vec8.h",)
 # NOTE: the head sizes decode_attention.cpp instantiates; other sizes use the torch path.
 CPU_HEAD_DIMS = frozenset({16, 32, 64, 128, 256})
 # NOTE: -fopenmp at compile time only: at::parallel_for's GOMP_parallel then resolves to the
@@ -46,8 +49,8 @@ def load_cpu_kernels() -> Any | None:
             _build_and_load(library)
     except Exception as err:  # noqa: BLE001 - any build failure means "use the torch path"
         logger.warning(
-            "CPU attention kernel unavailable (%s: %s); decode attention falls back to torch ops "
-            "(slower). Install a C++ compiler (g++) to enable it.",
+            "CPU kernels unavailable (%s: %s); decode attention, RMSNorm and SiLU fall back to "
+            "torch ops (slower). Install a C++ compiler (g++) to enable them.",
             type(err).__name__, str(err).splitlines()[0] if str(err) else "",
         )
         return None
@@ -60,7 +63,7 @@ def _flags() -> list[str]:
 
 def _library_path() -> Path:
     digest = hashlib.sha256()
-    for source in SOURCES:
+    for source in SOURCES + HEADERS:
         digest.update(source.read_bytes())
     digest.update(" ".join(_flags()).encode())
     digest.update(torch.__version__.encode())
@@ -85,7 +88,7 @@ def _build_and_load(library: Path) -> None:
         if library.exists():  # another engine built it while this one waited
             torch.ops.load_library(str(library))
             return
-        logger.info("building the CPU attention kernel for this machine (once, ~15 s)")
+        logger.info("building the CPU kernels for this machine (once, ~30 s)")
         with tempfile.TemporaryDirectory(dir=library.parent) as build_dir:
             name = library.stem
             # NOTE: is_python_module=False makes torch load the built library (by path) into

@@ -21,23 +21,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "vec8.h"
+
 namespace {
-
-typedef float vec8 __attribute__((vector_size(32)));
-
-inline vec8 load8(const float* p) {
-  vec8 r;
-  __builtin_memcpy(&r, p, sizeof(r));
-  return r;
-}
-
-inline void store8(float* p, vec8 x) { __builtin_memcpy(p, &x, sizeof(x)); }
-
-inline float sum8(vec8 x) {
-  float s = 0.f;
-  for (int i = 0; i < 8; ++i) s += x[i];
-  return s;
-}
 
 struct Head {
   const float* k;  // this KV head's first element in slot 0 of the K buffer
@@ -162,7 +148,7 @@ void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tens
 
 }  // namespace
 
-TORCH_LIBRARY(gomgr_cpu, m) {
+TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
   m.def("decode_attention(Tensor q, Tensor(a!) out, Tensor k_buffer, Tensor v_buffer, Tensor req_to_token, Tensor req_pool_indices, Tensor seq_lens, float scale) -> ()");
   m.impl("decode_attention", &decode_attention);
 }
