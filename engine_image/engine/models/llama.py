@@ -166,7 +166,7 @@ class LlamaFamilyForCausalLM(nn.Module):
         return self.lm_head(hidden).float()
 
     def pack_for_cpu(self) -> None:
-        """Swaps every linear layer, the tied LM head included, for a oneDNN-packed one."""
+        """Swaps every linear layer, the tied LM head included, for one on a packed weight."""
         pack_linear_layers(self)
         if self.lm_head is None and self.has_lm_head:
             self.lm_head = PackedLinear(self.embed_tokens.weight, None)

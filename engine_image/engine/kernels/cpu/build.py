@@ -24,7 +24,7 @@ import torch
 logger = logging.getLogger(__name__)
 
 _HERE = Path(__file__).parent
-SOURCES = (_HERE / "decode_attention.cpp", _HERE / "rmsnorm.cpp", _HERE / "activation.cpp")
+SOURCES = (_HERE / "decode_attention.cpp", _HERE / "rmsnorm.cpp", _HERE / "activation.cpp", _HERE / "linear.cpp")
 # NOTE: hashed with the sources (a change rebuilds) but not compiled on their own.
 HEADERS = (_HERE / "vec8.h",)
 # NOTE: the head sizes decode_attention.cpp instantiates; other sizes use the torch path.
@@ -88,7 +88,7 @@ def _build_and_load(library: Path) -> None:
         if library.exists():  # another engine built it while this one waited
             torch.ops.load_library(str(library))
             return
-        logger.info("building the CPU kernels for this machine (once, ~30 s)")
+        logger.info("building the CPU kernels for this machine (once, ~35 s)")
         with tempfile.TemporaryDirectory(dir=library.parent) as build_dir:
             name = library.stem
             # NOTE: is_python_module=False makes torch load the built library (by path) into
