@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.config.model_config import RopeConfig
+from engine.kernels.cpu import cpu_kernels_for_heads
 from engine.kernels.triton import use_triton_kernels
 
 
@@ -74,7 +75,13 @@ class RopeAngles:
         return self.rotate_heads(q), self.rotate_heads(k)
 
     def rotate_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """Rotate-half RoPE of ``x`` (``[tokens, heads, head_dim]``, any heads), in torch ops."""
+        """Rotate-half RoPE of ``x`` (``[tokens, heads, head_dim]``, any heads): one C++ pass
+        on CPU in float32 (bit-identical), torch ops elsewhere."""
+        kernels = cpu_kernels_for_heads(x)
+        if kernels is not None and self.cos.dtype == torch.float32:
+            out = torch.empty(x.shape, dtype=x.dtype)
+            kernels.rotary_heads(x, self.cos, self.sin_signed, out)
+            return out
         half = x.shape[-1] // 2
         swapped = torch.cat((x[..., half:], x[..., :half]), dim=-1)
         rotated = x * self.cos

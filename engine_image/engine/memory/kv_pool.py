@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from engine.kernels.cpu import cpu_kernels_for_heads
+
 
 class KVPool:
     """K and V buffers of shape ``[size + 1, num_kv_heads, head_dim]`` for every layer.
@@ -56,6 +58,11 @@ class KVPool:
         Values are cast to the pool dtype. NOTE: ``loc`` must not repeat a slot other than
         the dummy slot 0; for a repeated slot, which row wins is unspecified.
         """
+        kernels = cpu_kernels_for_heads(k) if self.dtype == torch.float32 else None
+        if kernels is not None and cpu_kernels_for_heads(v) is not None and loc.dtype == torch.int64:
+            # NOTE: one C++ pass writing both rows of each token, k and v read where they lie.
+            kernels.store_kv(k, v, self._k[layer], self._v[layer], loc.contiguous())
+            return
         self._k[layer][loc] = k.to(self.dtype)
         self._v[layer][loc] = v.to(self.dtype)
 

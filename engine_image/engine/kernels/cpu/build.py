@@ -24,7 +24,10 @@ import torch
 logger = logging.getLogger(__name__)
 
 _HERE = Path(__file__).parent
-SOURCES = (_HERE / "decode_attention.cpp", _HERE / "rmsnorm.cpp", _HERE / "activation.cpp", _HERE / "linear.cpp")
+SOURCES = tuple(
+    _HERE / name
+    for name in ("decode_attention.cpp", "linear.cpp", "rmsnorm.cpp", "rotary.cpp", "activation.cpp")
+)
 # NOTE: hashed with the sources (a change rebuilds) but not compiled on their own.
 HEADERS = (_HERE / "vec8.h",)
 # NOTE: the head sizes decode_attention.cpp instantiates; other sizes use the torch path.
