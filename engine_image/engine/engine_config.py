@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import torch
 
 
 @dataclass(frozen=True)
@@ -44,15 +40,16 @@ class EngineConfig:
         if self.max_running_requests < 1:
             raise ValueError(f"max_running_requests must be >= 1, got {self.max_running_requests}")
 
-    def prefill_chunk(self, device: torch.device) -> int | None:
+    def prefill_chunk(self) -> int | None:
         """The prefill token budget per step; None when chunking is disabled.
 
-        NOTE: the default is 1,024 tokens on CPU, where a chunk's activations then stay in
-        the caches (measured ~12% more prefill tokens/s than 2,048 on SmolLM2, see
-        docs/benchmarks.md), and SGLang's 2,048 on GPUs.
+        NOTE: the default is SGLang's 2,048 tokens on every device. On CPU it was 1,024 while
+        oneDNN ran the matrix products (1.12x the prefill tokens/s of 2,048); with the panel
+        kernel (kernels/cpu/linear.cpp) 2,048 is 1.06x of 1,024 and 4,096 level with 2,048
+        (docs/benchmarks.md).
         """
         if self.chunked_prefill_size == -1:
             return None
         if self.chunked_prefill_size is not None:
             return self.chunked_prefill_size
-        return 1024 if device.type == "cpu" else 2048
+        return 2048

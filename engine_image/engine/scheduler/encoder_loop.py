@@ -39,7 +39,7 @@ class EncoderServer:
         self.inbox = inbox
         self.outbox = outbox
         self.server_args = server_args
-        self.queue = ForwardOnlyQueue(runner, runner.config.prefill_chunk(runner.device))
+        self.queue = ForwardOnlyQueue(runner, runner.config.prefill_chunk())
 
     def run_forever(self) -> None:
         while True:

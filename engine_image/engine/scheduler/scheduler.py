@@ -51,7 +51,7 @@ class Scheduler:
         self.tree = RadixCache(runner.allocator, disable=runner.config.disable_radix_cache)
         self.kv = RequestKV(runner, self.tree)
         self.sampler = Sampler()
-        self.token_budget = runner.config.prefill_chunk(runner.device)
+        self.token_budget = runner.config.prefill_chunk()
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []
         self.chunked: Req | None = None
