@@ -33,6 +33,17 @@ struct Head {
   int64_t len;
 };
 
+// NOTE: a request's slots lie anywhere in the pool (scattered further as the radix tree
+// evicts and the allocator reuses slots), where the hardware prefetcher cannot follow: the
+// K and V rows kAhead keys ahead are prefetched (30 layers at batch 32 over scattered slots:
+// 26 -> 19 ms; slots in blocks: level).
+constexpr int64_t kAhead = 8;
+
+template <int D>
+inline void prefetch_row(const float* row) {
+  for (int i = 0; i < D; i += 16) __builtin_prefetch(row + i);
+}
+
 // Attention of GB query heads (q: GB rows of D) over one KV head; out: GB rows of D.
 template <int D, int GB>
 void attend_block(const float* q_rows, float scale, const Head& head, float* scores, float* out) {
@@ -44,6 +55,7 @@ void attend_block(const float* q_rows, float scale, const Head& head, float* sco
   for (int g = 0; g < GB; ++g) row_max[g] = -FLT_MAX;
   const int64_t L = head.len;
   for (int64_t t = 0; t < L; ++t) {
+    if (t + kAhead < L) prefetch_row<D>(head.k + head.slots[t + kAhead] * head.row_stride);
     const float* k = head.k + head.slots[t] * head.row_stride;
     vec8 acc[GB] = {};
     for (int j = 0; j < NV; ++j) {
@@ -67,6 +79,7 @@ void attend_block(const float* q_rows, float scale, const Head& head, float* sco
     }
     vec8 acc[NV] = {};
     for (int64_t t = 0; t < L; ++t) {
+      if (t + kAhead < L) prefetch_row<D>(head.v + head.slots[t + kAhead] * head.row_stride);
       const float* v = head.v + head.slots[t] * head.row_stride;
       const float p = s[t];
       for (int j = 0; j < NV; ++j) acc[j] += p * load8(v + j * 8);
