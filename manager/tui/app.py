@@ -17,6 +17,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Header, Static
 
 from manager.lifecycle.errors import LifecycleError
@@ -146,7 +147,11 @@ class DashboardApp(App[None]):
 
     def _show_rows(self) -> None:
         self.rows = engine_rows(self.live, self.router, self.throughput, self.sources.clock())
-        self.query_one(EnginesTable).show(self.rows)
+        try:
+            table = self.query_one(EnginesTable)
+        except NoMatches:
+            return  # NOTE: the app is closing: a tick that was still sampling outlived the widgets
+        table.show(self.rows)
         self.query_one("#no-engines").display = not self.rows
         self.sub_title = _router_line(self.router)
         self._follow_selected()
