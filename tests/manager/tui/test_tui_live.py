@@ -94,13 +94,15 @@ class Watch:
 
 
 async def _chat(router_url: str, model: str) -> None:
+    # NOTE: 160 tokens (~6 s on 2 cores) outlast several 1 s metrics ticks: 24 tokens took
+    # ~1 s once the CPU kernels landed, and a tick could miss the request in flight.
     async with httpx.AsyncClient(timeout=120) as client:
         reply = await client.post(
             f"{router_url}/v1/chat/completions",
             json={
                 "model": model,
                 "messages": [{"role": "user", "content": "Count from 1 to 50."}],
-                "max_tokens": 24,
+                "max_tokens": 160,
                 "temperature": 0,
                 "ignore_eos": True,
             },
