@@ -45,17 +45,12 @@ def plan_start(
 ) -> StartPlan:
     """`gpus`: "auto" (a container gets the GPUs NVML sees), "all" or "none"; `variant`: a
     manifest name layered over the matched one."""
-    try:
-        effective = resolve_manifest(repo_or_dir, architecture_of(model_dir), variant=variant)
-    except ManifestError as exc:
-        raise StartBlocked(f"manifest: {exc.message}") from exc
+    effective = _manifest(repo_or_dir, architecture_of(model_dir), variant)
     if served_name is not None:
         effective = dataclasses.replace(effective, served_name=served_name)
-    report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, effective.context_length)
-    runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
-    want_gpus = gpus == "all" or (gpus == "auto" and bool(report.gpus))
-    if blockers := report.blocking(runtime, gpus=want_gpus):
-        raise StartBlocked(f"cannot start with the {runtime} runtime: {blockers[0].title}", _fixes(blockers[0]))
+    runtime, reason, want_gpus = _ready(
+        repo_or_dir, model_dir, requested_runtime, port, effective.context_length, gpus
+    )
     if runtime == "docker":
         return _container_plan(effective, reason, want_gpus)
     if effective.engine not in PROCESS_ENGINES:
@@ -68,6 +63,43 @@ def plan_start(
         engine_args=_engine_args(effective, model_dir), env=tuple(effective.env.items()),
         container=None,
     )
+
+
+def check_before_download(
+    repo: str, requested_runtime: str, port: int | None, *, gpus: str = "auto",
+    variant: str | None = None,
+) -> None:
+    """StartBlocked when readiness already blocks the start of `repo`, which is not local yet:
+    Docker, GPUs, the port, and the fit from the hub's safetensors headers, as `gomgr doctor`.
+
+    NOTE: before the download, so a blocked start costs no gigabytes. Without config.json the
+    manifest is matched by repo only (for its context length); plan_start checks again with
+    the downloaded files, the exact numbers.
+    """
+    context = _manifest(repo, None, variant).context_length
+    _ready(repo, None, requested_runtime, port, context, gpus)
+
+
+def _manifest(repo_or_dir: str, architecture: str | None, variant: str | None) -> EffectiveManifest:
+    try:
+        return resolve_manifest(repo_or_dir, architecture, variant=variant)
+    except ManifestError as exc:
+        raise StartBlocked(f"manifest: {exc.message}") from exc
+
+
+def _ready(
+    repo_or_dir: str, model_dir: Path | None, requested_runtime: str, port: int | None,
+    context_tokens: int | None, gpus: str,
+) -> tuple[str, str, bool]:
+    """(runtime, why, whether a container gets GPUs), or StartBlocked by the first blocker."""
+    report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, context_tokens)
+    runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
+    want_gpus = gpus == "all" or (gpus == "auto" and bool(report.gpus))
+    if blockers := report.blocking(runtime, gpus=want_gpus):
+        raise StartBlocked(
+            f"cannot start with the {runtime} runtime: {blockers[0].title}", _fixes(blockers[0])
+        )
+    return runtime, reason, want_gpus
 
 
 def _container_plan(effective: EffectiveManifest, reason: str, gpus: bool) -> StartPlan:

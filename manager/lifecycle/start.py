@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from manager.lifecycle.errors import StartBlocked
 from manager.lifecycle.health_wait import wait_until_healthy
-from manager.lifecycle.planning import plan_start
+from manager.lifecycle.planning import check_before_download, plan_start
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
 from manager.models.progress import Progress
-from manager.models.pull import resolve_model
+from manager.models.pull import is_local, resolve_model
 from manager.runtimes.base import ENGINE_HOST, EngineSpec, RuntimeStartError
 from manager.runtimes.registry import get_runtime
 from manager.state.machine import EngineState
@@ -48,6 +48,11 @@ def start_engine(
 ) -> Started:
     router = RouterLink.from_paths(paths)
     reconcile(paths, router)
+    if not is_local(request.repo):
+        check_before_download(
+            request.repo, request.runtime, request.port, gpus=request.gpus,
+            variant=request.variant,
+        )
     model_dir = resolve_model(request.repo, progress=progress)
     plan = plan_start(
         request.repo, model_dir, request.runtime, request.port, request.served_name,

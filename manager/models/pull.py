@@ -28,6 +28,8 @@ from manager.models.store import ModelMetadata, ModelStore, RepoId, StoredModel
 
 logger = logging.getLogger(__name__)
 
+_PATH_PREFIXES = ("/", "./", "../", "~")  # a repo_or_path that starts so is a directory
+
 
 class Source(StrEnum):
     AUTO = "auto"
@@ -71,11 +73,18 @@ def pull_model(
             return PullResult(store.commit(repo_id, model_dir, metadata), already_present=False)
 
 
+def is_local(repo_or_path: str, store: ModelStore | None = None) -> bool:
+    """Whether resolve_model finds `repo_or_path` without downloading: a path, or a stored repo."""
+    if repo_or_path.startswith(_PATH_PREFIXES):
+        return True
+    return (store or ModelStore.from_env()).get(RepoId.parse(repo_or_path)) is not None
+
+
 def resolve_model(
     repo_or_path: str, store: ModelStore | None = None, progress: Progress | None = None
 ) -> Path:
     """A local model directory (given as a path) as is, else the store's copy of the repo."""
-    if repo_or_path.startswith(("/", "./", "../", "~")):
+    if repo_or_path.startswith(_PATH_PREFIXES):
         path = Path(repo_or_path).expanduser()
         if not (path / "config.json").is_file():
             raise ModelNotFoundError(f"{path} is not a model directory (no config.json)")
