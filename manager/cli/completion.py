@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from manager.models.store import ModelStore
 from manager.state.paths import StatePaths
 from manager.state.records import RecordStore
 
@@ -16,4 +15,8 @@ def complete_engines(incomplete: str) -> list[str]:
 
 def complete_repos(incomplete: str) -> list[str]:
     """Repo ids in the local model store."""
+    # NOTE: imported when completing: the store's pydantic models cost start-up time that
+    # every command would pay if this module imported it at the top.
+    from manager.models.store import ModelStore
+
     return [m.repo for m in ModelStore.from_env().models() if m.repo.startswith(incomplete)]

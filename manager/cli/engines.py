@@ -6,7 +6,7 @@ import json
 import math
 import time
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -16,13 +16,14 @@ from manager.cli.output import errors_as_one_line, print_table, progress
 from manager.lifecycle.errors import EngineNotFound
 from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
 from manager.lifecycle.reconcile import reconcile
-from manager.lifecycle.restart import restart_engine
 from manager.lifecycle.router_link import RouterLink
-from manager.lifecycle.start import Started, StartRequest, start_engine
 from manager.lifecycle.stop import find_engines, stop_engines
 from manager.lifecycle.watch_status import waiting_rows
 from manager.runtimes.registry import get_runtime
 from manager.state.paths import StatePaths
+
+if TYPE_CHECKING:
+    from manager.lifecycle.start import Started
 
 
 class RuntimeChoice(StrEnum):
@@ -64,6 +65,10 @@ def start(
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
+    # NOTE: imported here, as in restart: starting pulls in readiness, the hub client and the
+    # docker SDK, which `gomgr ps` and `--help` should not pay for at start-up.
+    from manager.lifecycle.start import StartRequest, start_engine
+
     request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus.value)
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
@@ -76,6 +81,8 @@ def restart(
     target: EngineTarget, timeout: Timeout = DEFAULT_START_TIMEOUT_S, as_json: JsonFlag = False,
 ) -> None:
     """Stop one engine and start it again: same model, runtime, port, names and GPUs."""
+    from manager.lifecycle.restart import restart_engine
+
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with errors_as_one_line(), progress() as live:
         started = restart_engine(StatePaths.from_env(), target, live, announce, timeout)

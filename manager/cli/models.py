@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -10,8 +11,15 @@ from rich.table import Table
 
 from manager.cli.completion import complete_repos
 from manager.cli.output import errors_as_one_line, print_table, progress
-from manager.models.pull import Source, pull_model
-from manager.models.store import ModelStore, RepoId
+
+
+class SourceChoice(StrEnum):
+    """`--source`, mirroring manager.models.pull.Source (not imported: it loads the hub client)."""
+
+    AUTO = "auto"
+    BUNDLED = "bundled"
+    HUB = "hub"
+
 
 models_app = typer.Typer(
     help="Pull, list and remove models in the local store.", no_args_is_help=True
@@ -22,12 +30,16 @@ models_app = typer.Typer(
 def models_pull(
     repo: Annotated[str, typer.Argument(help="Hugging Face repo id, e.g. org/name.")],
     source: Annotated[
-        Source, typer.Option(help="auto: bundled source if one exists, else hub.")
-    ] = Source.AUTO,
+        SourceChoice, typer.Option(help="auto: bundled source if one exists, else hub.")
+    ] = SourceChoice.AUTO,
 ) -> None:
     """Download (or build from a bundled source) REPO into the model store."""
+    # NOTE: imported here: the hub client and the store's pydantic models cost start-up time
+    # that every other command would pay.
+    from manager.models.pull import Source, pull_model
+
     with errors_as_one_line(), progress() as live:
-        result = pull_model(repo, source=source, progress=live)
+        result = pull_model(repo, source=Source(source.value), progress=live)
     model = result.model
     if result.already_present:
         typer.echo(f"{model.repo} already present at {model.path}")
@@ -40,6 +52,8 @@ def models_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """List the models in the store with their sizes."""
+    from manager.models.store import ModelStore
+
     store = ModelStore.from_env()
     models = store.models()
     if as_json:
@@ -74,6 +88,8 @@ def models_rm(
     ],
 ) -> None:
     """Remove REPO from the model store."""
+    from manager.models.store import ModelStore, RepoId
+
     with errors_as_one_line():
         path = ModelStore.from_env().remove(RepoId.parse(repo))
     typer.echo(f"removed {repo} ({path})")

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import docker
 import typer
-from docker.errors import DockerException
 
-from manager.images.build import DEFAULT_TAG, BuildOptions, build_image
 from manager.images.errors import ImageError
-from manager.images.presence import pull_image
-from manager.readiness.gpu import NvmlProbe
+from manager.manifests.engines import DEFAULT_IMAGES
+
+# NOTE: the docker SDK and NVML are imported inside the commands: `gomgr --help` and every
+# other command load this module, and should not pay for them at start-up.
 
 image_app = typer.Typer(
     help="Engine images: build gomgr's from engine_image/, or pull an upstream one.",
@@ -22,7 +21,7 @@ image_app = typer.Typer(
 
 @image_app.command("build")
 def image_build(
-    tag: Annotated[str, typer.Option(help="Tag of the image.")] = DEFAULT_TAG,
+    tag: Annotated[str, typer.Option(help="Tag of the image.")] = DEFAULT_IMAGES["gomgr"],
     base: Annotated[
         str | None,
         typer.Option(help="Base image. Default: a CUDA runtime image with a GPU, else python:3.11-slim."),
@@ -38,6 +37,9 @@ def image_build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the image id.")] = False,
 ) -> None:
     """Build the engine image (gomgr-engine:latest) from this checkout's engine_image/."""
+    from manager.images.build import BuildOptions, build_image
+    from manager.readiness.gpu import NvmlProbe
+
     want_gpu = gpu if gpu is not None else bool(NvmlProbe().snapshot().gpus)
     options = BuildOptions.for_machine(want_gpu, tag, base, torch_wheel)
     kind = "CUDA" if want_gpu else "CPU"
@@ -54,6 +56,11 @@ def image_build(
 @image_app.command("pull")
 def image_pull(image: Annotated[str, typer.Argument(help="e.g. lmsysorg/sglang:latest")]) -> None:
     """Pull an engine image (e.g. an upstream SGLang or vLLM one a manifest names)."""
+    import docker
+    from docker.errors import DockerException
+
+    from manager.images.presence import pull_image
+
     try:
         client = docker.from_env()
     except DockerException as exc:

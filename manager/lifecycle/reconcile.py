@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import httpx
 
 from manager.lifecycle.router_link import RouterLink
-from manager.runtimes.docker import DockerRuntime
-from manager.runtimes.registry import get_runtime
+from manager.runtimes.docker_host import daemon_socket_missing
+from manager.runtimes.registry import DOCKER, get_runtime
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
@@ -37,8 +37,12 @@ class Reconciled:
 def _adopt_containers(
     paths: StatePaths, records: RecordStore, known: set[str]
 ) -> list[EngineRecord]:
+    if daemon_socket_missing():
+        # NOTE: no daemon, no containers: the SDK would fail to connect and list none; this
+        # answer costs no import of the SDK.
+        return []
     adopted = []
-    for handle in get_runtime(DockerRuntime.name, paths).list_running():
+    for handle in get_runtime(DOCKER, paths).list_running():
         if handle.id in known or not _healthy(handle.spec.base_url):
             continue
         record = EngineRecord(handle, EngineState.READY)

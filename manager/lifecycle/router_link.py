@@ -12,6 +12,10 @@ from manager.state.records import EngineRecord
 from router.daemon import RouterDaemon, RouterDaemonError
 
 ADMIN_TIMEOUT_S = 10.0
+# NOTE: the router speaks plain HTTP on 127.0.0.1, so there is no certificate to verify, and
+# httpx's default (verify=True) loads certifi's CA bundle into a new SSL context on every call:
+# ~40 ms, a tenth of `gomgr ps`.
+VERIFY_TLS = False
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,8 @@ class RouterLink:
     def is_up(self) -> bool:
         """Whether a router answers on the port: ours (router.json) or one started by hand."""
         try:
-            return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
+            reply = httpx.get(f"{self.url}/health", timeout=2, verify=VERIFY_TLS)
+            return reply.status_code == 200
         except httpx.TransportError:
             return False
 
@@ -81,7 +86,7 @@ class RouterLink:
         try:
             return httpx.request(
                 method, f"{self.url}/admin{path}", headers={"authorization": f"Bearer {token}"},
-                timeout=ADMIN_TIMEOUT_S, **kwargs,  # type: ignore[arg-type]
+                timeout=ADMIN_TIMEOUT_S, verify=VERIFY_TLS, **kwargs,  # type: ignore[arg-type]
             )
         except httpx.TransportError as exc:
             raise RouterUnavailable(f"the router at {self.url} did not answer: {exc}") from exc

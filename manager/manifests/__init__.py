@@ -1,22 +1,12 @@
 """Model manifests: built-in YAML per model family, user overrides merged over them.
 
+    from manager.manifests.flags import to_engine_flags
+    from manager.manifests.resolve import resolve_manifest
+
     effective = resolve_manifest("Qwen/Qwen2.5-7B-Instruct", "Qwen2ForCausalLM")
     flags = to_engine_flags(effective, "/models/Qwen/Qwen2.5-7B-Instruct")
+
+catalog.py (Catalog, load_catalog), effective.py (EffectiveManifest, FieldSource, Origin),
+errors.py (ManifestError). NOTE: nothing is re-exported here: importing any submodule (the
+CLI's `manager.manifests.engines`) would otherwise load the YAML and pydantic layers too.
 """
-
-from manager.manifests.catalog import Catalog, load_catalog
-from manager.manifests.effective import EffectiveManifest, FieldSource, Origin
-from manager.manifests.errors import ManifestError
-from manager.manifests.flags import to_engine_flags
-from manager.manifests.resolve import resolve_manifest
-
-__all__ = [
-    "Catalog",
-    "EffectiveManifest",
-    "FieldSource",
-    "ManifestError",
-    "Origin",
-    "load_catalog",
-    "resolve_manifest",
-    "to_engine_flags",
-]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from manager.manifests.architecture import detect_architecture
-from manager.manifests.effective import VALUE_FIELDS, EffectiveManifest
 from manager.manifests.errors import ManifestError
-from manager.manifests.resolve import resolve_manifest
+
+if TYPE_CHECKING:
+    from manager.manifests.effective import EffectiveManifest
 
 manifests_app = typer.Typer(
     help="Model manifests: engine, image, parsers and flags per model family.",
@@ -34,6 +34,11 @@ def manifests_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Show the effective manifest for REPO and where each field came from."""
+    # NOTE: imported here: the YAML and pydantic layers cost start-up time that `gomgr --help`
+    # and every other command (all loading this module) would pay.
+    from manager.manifests.architecture import detect_architecture
+    from manager.manifests.resolve import resolve_manifest
+
     try:
         effective = resolve_manifest(
             repo, architecture or detect_architecture(repo), variant=variant
@@ -48,6 +53,8 @@ def manifests_show(
 
 
 def _print_table(effective: EffectiveManifest) -> None:
+    from manager.manifests.effective import VALUE_FIELDS
+
     # NOTE: piped output gets full rows (no 80-column wrapping) so it stays greppable.
     console = Console()
     if not console.is_terminal:

@@ -1,28 +1,9 @@
 """Readiness: can this machine start an engine for a model, and with which runtime?
 
 Each check probes the real environment and returns typed Blockers (plain explanation,
-numbered fix steps, the options they take away); `check_for_start` runs them all into a
-ReadinessReport before anything is downloaded, and `choose_runtime` picks `--runtime auto`.
+numbered fix steps, the options they take away); `start.check_for_start` runs them all into
+a `report.ReadinessReport` before anything is downloaded, and `runtime.choose_runtime` picks
+`--runtime auto`. Blocker, Option, Severity: blocker.py; GpuProbe, NvmlProbe: gpu.py;
+estimate_memory: memory.py. NOTE: nothing is re-exported here: importing one light
+submodule (blocker.py) would otherwise load NVML, the hub client and the docker SDK.
 """
-
-from manager.readiness.blocker import Blocker, Option, Severity
-from manager.readiness.gpu import GpuInfo, GpuProbe, GpuSnapshot, NvmlProbe
-from manager.readiness.memory import MemoryEstimate, estimate_memory
-from manager.readiness.report import ReadinessReport
-from manager.readiness.runtime import choose_runtime
-from manager.readiness.start import check_for_start
-
-__all__ = [
-    "Blocker",
-    "GpuInfo",
-    "GpuProbe",
-    "GpuSnapshot",
-    "MemoryEstimate",
-    "NvmlProbe",
-    "Option",
-    "ReadinessReport",
-    "Severity",
-    "check_for_start",
-    "choose_runtime",
-    "estimate_memory",
-]

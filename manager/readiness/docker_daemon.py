@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 
@@ -10,9 +9,8 @@ import docker
 from docker.errors import DockerException
 
 from manager.readiness.blocker import Blocker
+from manager.runtimes.docker_host import docker_host
 
-# NOTE: the docker SDK's own default when DOCKER_HOST is unset (it does not read CLI contexts).
-DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 PING_TIMEOUT_S = 3
 
 
@@ -24,10 +22,6 @@ class DockerStatus:
     info: dict[str, object] | None  # `docker info` of a reachable daemon
     error: str | None  # why the daemon could not be reached
     blockers: tuple[Blocker, ...]
-
-
-def docker_host() -> str:
-    return os.environ.get("DOCKER_HOST") or DEFAULT_DOCKER_HOST
 
 
 def check_docker() -> DockerStatus:

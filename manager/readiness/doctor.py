@@ -8,7 +8,7 @@ still shown as banners but do not fail the command.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,8 +16,9 @@ from rich.panel import Panel
 from rich.text import Text
 
 from manager.readiness.blocker import Blocker
-from manager.readiness.report import ReadinessReport
-from manager.readiness.start import check_for_start
+
+if TYPE_CHECKING:
+    from manager.readiness.report import ReadinessReport
 
 
 def doctor_command(
@@ -39,6 +40,10 @@ def doctor_command(
     """Check Docker, GPUs, memory fit, disk, port and HF token; exit 1 if a start is blocked."""
     if runtime not in ("auto", "docker", "process"):
         raise typer.BadParameter("must be auto, docker or process", param_hint="--runtime")
+    # NOTE: imported here: the checks load NVML, the hub client and the docker SDK, which
+    # `gomgr --help` and the other commands (all loading this module) should not pay for.
+    from manager.readiness.start import check_for_start
+
     report = check_for_start(repo, None, runtime, port, context_length)
     if as_json:
         typer.echo(report.to_json())

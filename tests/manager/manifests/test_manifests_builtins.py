@@ -6,7 +6,7 @@ from typing import get_args
 
 from engine.function_call.registry import TOOL_CALL_DETECTORS
 from engine.reasoning.registry import REASONING_FORMATS
-from manager.manifests import load_catalog
+from manager.manifests.catalog import load_catalog
 from manager.manifests.loading import load_yaml_model
 from manager.manifests.locations import builtin_dir
 from manager.manifests.schema import ManifestFile, ReasoningParser, ToolCallParser

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from engine.server.server_args import build_parser
-from manager.manifests import resolve_manifest, to_engine_flags
+from manager.manifests.flags import to_engine_flags
+from manager.manifests.resolve import resolve_manifest
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from manager.manifests import ManifestError, Origin, resolve_manifest
+from manager.manifests.effective import Origin
+from manager.manifests.errors import ManifestError
 from manager.manifests.locations import builtin_dir
+from manager.manifests.resolve import resolve_manifest
 
 
 def test_smollm2_repo_selects_smollm2() -> None:

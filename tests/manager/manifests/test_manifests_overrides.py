@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from manager.manifests import EffectiveManifest, ManifestError, Origin, load_catalog
-from manager.manifests import resolve_manifest as resolve
-from manager.manifests.effective import VALUE_FIELDS
+from manager.manifests.catalog import load_catalog
+from manager.manifests.effective import VALUE_FIELDS, EffectiveManifest, Origin
+from manager.manifests.errors import ManifestError
+from manager.manifests.resolve import resolve_manifest as resolve
 
 MODELS = [
     ("HuggingFaceTB/SmolLM2-135M-Instruct", None),

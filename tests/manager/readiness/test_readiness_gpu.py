@@ -7,15 +7,9 @@ from pathlib import Path
 import pytest
 
 from manager.models.store import ModelStore
-from manager.readiness import (
-    GpuInfo,
-    GpuProbe,
-    GpuSnapshot,
-    NvmlProbe,
-    ReadinessReport,
-    check_for_start,
-)
-from manager.readiness.gpu import check_gpus
+from manager.readiness.gpu import GpuInfo, GpuProbe, GpuSnapshot, NvmlProbe, check_gpus
+from manager.readiness.report import ReadinessReport
+from manager.readiness.start import check_for_start
 
 GIB = 1024**3
 

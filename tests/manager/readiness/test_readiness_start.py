@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from manager.models.store import ModelStore
-from manager.readiness import check_for_start, choose_runtime
+from manager.readiness.runtime import choose_runtime
+from manager.readiness.start import check_for_start
 from tests.manager.conftest import GOMGR
 
 
