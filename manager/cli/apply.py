@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 
 from manager.cli.output import errors_as_one_line, progress, say
-from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
-from manager.lifecycle.router_link import RouterLink
-from manager.models.progress import SilentProgress
+from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
 from manager.state.paths import StatePaths
 
 
@@ -36,10 +34,12 @@ def apply(
         typer.echo("error: --dry-run and --watch exclude each other", err=True)
         raise typer.Exit(2)
     # NOTE: imported here: applying starts engines (readiness, the hub client, the docker
-    # SDK), which other commands should not pay for at start-up.
+    # SDK, the HTTP client), which other commands should not pay for at start-up.
     from manager.lifecycle.apply import Applier
     from manager.lifecycle.desired_state import load_desired_state
+    from manager.lifecycle.router_link import RouterLink
     from manager.lifecycle.watch import Watcher, WatchSettings
+    from manager.models.progress import SilentProgress
 
     paths = StatePaths.from_env()
     with errors_as_one_line():

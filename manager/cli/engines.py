@@ -13,15 +13,12 @@ from rich.table import Table
 
 from manager.cli.completion import complete_engines, complete_repos
 from manager.cli.output import errors_as_one_line, print_table, progress
-from manager.lifecycle.errors import EngineNotFound
-from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
-from manager.lifecycle.reconcile import reconcile
-from manager.lifecycle.router_link import RouterLink
-from manager.lifecycle.stop import find_engines, stop_engines
-from manager.lifecycle.watch_status import waiting_rows
-from manager.runtimes.registry import get_runtime
+from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
 from manager.state.paths import StatePaths
 
+# NOTE: each command imports the lifecycle modules it runs: they load the HTTP client, psutil
+# and (for start) readiness, the hub client and the docker SDK, and `gomgr --help`, which
+# loads this module, should pay for none of them.
 if TYPE_CHECKING:
     from manager.lifecycle.start import Started
 
@@ -65,8 +62,6 @@ def start(
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
-    # NOTE: imported here, as in restart: starting pulls in readiness, the hub client and the
-    # docker SDK, which `gomgr ps` and `--help` should not pay for at start-up.
     from manager.lifecycle.start import StartRequest, start_engine
 
     request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus.value)
@@ -107,6 +102,8 @@ def stop(
     all_: Annotated[bool, typer.Option("--all", help="Stop every engine.")] = False,
 ) -> None:
     """Deregister and stop engines (SIGTERM, then SIGKILL after 15 s)."""
+    from manager.lifecycle.stop import stop_engines
+
     if (target is None) == (not all_):
         typer.echo("error: give an engine id or served name, or --all", err=True)
         raise typer.Exit(2)
@@ -120,6 +117,10 @@ def stop(
 
 def ps(as_json: JsonFlag = False) -> None:
     """List engines with their state; cleans up crashed ones and re-registers with a restarted router."""
+    from manager.lifecycle.reconcile import reconcile
+    from manager.lifecycle.router_link import RouterLink
+    from manager.lifecycle.watch_status import waiting_rows
+
     paths = StatePaths.from_env()
     with errors_as_one_line():
         found = reconcile(paths, RouterLink.from_paths(paths))
@@ -157,6 +158,12 @@ def logs(
     follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing new lines.")] = False,
 ) -> None:
     """Print an engine's log (its stdout and stderr)."""
+    from manager.lifecycle.errors import EngineNotFound
+    from manager.lifecycle.reconcile import reconcile
+    from manager.lifecycle.router_link import RouterLink
+    from manager.lifecycle.stop import find_engines
+    from manager.runtimes.registry import get_runtime
+
     paths = StatePaths.from_env()
     with errors_as_one_line():
         live = list(reconcile(paths, RouterLink.from_paths(paths)).live)
@@ -180,7 +187,6 @@ def logs(
 
 def tui() -> None:
     """Open the dashboard: engines, hardware, readiness and logs; start and stop by key."""
-    # NOTE: imported here so other commands do not pay for Textual at start-up.
     from manager.tui.app import run_dashboard
 
     run_dashboard()

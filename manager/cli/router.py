@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 
 from manager.cli.output import errors_as_one_line
-from manager.lifecycle.reconcile import reconcile
-from manager.lifecycle.router_link import RouterLink
 from manager.state.paths import StatePaths
+
+# NOTE: the commands import the router link (the HTTP client, psutil) themselves: `gomgr
+# --help` loads this module and should not pay for them.
 
 router_app = typer.Typer(
     help="The local OpenAI-compatible router in front of the engines.", no_args_is_help=True
@@ -52,6 +53,9 @@ def router_serve(
 def router_start() -> None:
     """Start the router in the background (127.0.0.1:$GOMGR_ROUTER_PORT, default 8000) and
     register every running engine with it again."""
+    from manager.lifecycle.reconcile import reconcile
+    from manager.lifecycle.router_link import RouterLink
+
     paths = StatePaths.from_env()
     link = RouterLink.from_paths(paths)
     with errors_as_one_line():
@@ -67,6 +71,8 @@ def router_status(
 ) -> None:
     """Whether a router answers at 127.0.0.1:$GOMGR_ROUTER_PORT, who runs it, and its engines.
     Exit 0 when it answers, 1 when not."""
+    from manager.lifecycle.router_link import RouterLink
+
     link = RouterLink.from_paths(StatePaths.from_env())
     background = link.daemon.running()
     up = link.is_up()
@@ -90,6 +96,8 @@ def router_status(
 @router_app.command("stop")
 def router_stop() -> None:
     """Stop the background router that `gomgr start` or `gomgr router start` started."""
+    from manager.lifecycle.router_link import RouterLink
+
     link = RouterLink.from_paths(StatePaths.from_env())
     stopped = link.daemon.stop()
     typer.echo(f"router at {link.url} stopped" if stopped else "no background router of gomgr runs")

@@ -7,9 +7,9 @@ import time
 import httpx
 
 from manager.lifecycle.errors import EngineFailed
+from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S  # noqa: F401  (restart.py's)
 from manager.runtimes.base import EngineHandle, Runtime
 
-DEFAULT_START_TIMEOUT_S = 600.0
 POLL_S = 0.5
 LOG_TAIL_LINES = 30
 

@@ -21,9 +21,9 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Header, Static
 
 from manager.lifecycle.errors import LifecycleError
-from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
 from manager.lifecycle.restart import restart_engine
 from manager.lifecycle.start import Started, StartRequest, start_engine
+from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
 from manager.lifecycle.stop import stop_engines
 from manager.models.errors import ModelError
 from manager.readiness.report import ReadinessReport
