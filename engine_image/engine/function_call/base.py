@@ -24,6 +24,12 @@ def held_suffix(text: str, pos: int, markers: tuple[str, ...]) -> int:
 
 
 class ToolCallDetector(ABC):
+    # NOTE: True where a grammar makes the whole output one region of calls ("required", a
+    # named tool): a call is released only once complete, and an output cut off inside the
+    # region (max_tokens) keeps its complete calls and drops the open one, so a stream never
+    # sends a call that the one-shot parse would not return.
+    whole_output: bool = False
+
     @abstractmethod
     def find_region(self, text: str, pos: int, at_start: bool) -> RegionStart:
         """The first region start in ``text[pos:]``.

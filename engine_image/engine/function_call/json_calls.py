@@ -27,6 +27,7 @@ class JsonCallsDetector(ToolCallDetector):
     open: str = ""  # between the marker and the first call
     separator: str = ""  # between calls; "" means one call per region
     close: str = ""  # ends the region; "" means it ends after the last call
+    whole_output: bool = False  # see ToolCallDetector.whole_output
 
     def find_region(self, text: str, pos: int, at_start: bool) -> RegionStart:
         if at_start and self.bare_start is not None:

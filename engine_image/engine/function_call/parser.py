@@ -3,7 +3,9 @@
 Text is released as soon as it cannot be part of a call; a call's name is released once
 complete and known, then its arguments text as it arrives. A region that turns out not to be
 a call (malformed JSON, an unknown tool name, cut off at the end) before anything of it was
-released is plain text, and the search resumes right after its first character.
+released is plain text, and the search resumes right after its first character. A detector
+with ``whole_output`` (a grammar-forced region) releases whole calls only, and its region cut
+off at the end keeps the complete calls.
 
 NOTE: a region that goes bad *after* its name was released cannot be taken back: the rest of
 the output is then plain text. Only there can a stream differ from the one-shot ``parse``.
@@ -101,7 +103,8 @@ class ToolCallParser:
         return out.delta()
 
     def _is_bad(self, scan: RegionScan, final: bool) -> bool:
-        if scan.invalid or (final and scan.end is None):
+        cut_off = final and scan.end is None and not self._detector.whole_output
+        if scan.invalid or cut_off:
             return True
         names = self._names
         return names is not None and any(
@@ -127,7 +130,7 @@ class ToolCallParser:
 
     def _release_calls(self, out: _Output, scan: RegionScan) -> None:
         for k, call in enumerate(scan.calls):
-            if call.name is None:
+            if call.name is None or (self._detector.whole_output and not call.complete):
                 return
             if k == len(self._sent):
                 self._sent.append(_Sent())

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.sampling.logit_bias import BatchLogitBias
 from engine.sampling.params import SamplingParams
 from engine.sampling.penalties import BatchPenalties
 from engine.sampling.seeding import make_generators
@@ -33,6 +34,7 @@ class SamplingBatchInfo:
     generators: tuple[torch.Generator | None, ...]
     penalties: BatchPenalties | None
     vocab_size: int
+    logit_bias: BatchLogitBias | None = None
 
     @property
     def batch_size(self) -> int:
@@ -81,6 +83,7 @@ class SamplingBatchInfo:
             generators=make_generators(params, output_lens, device),
             penalties=BatchPenalties.from_params(params, device),
             vocab_size=vocab_size,
+            logit_bias=BatchLogitBias.from_params(params, device),
         )
 
 

@@ -17,6 +17,8 @@ MAX_ABS_ADDITIVE_PENALTY = 2.0
 MAX_SEED = 2**64 - 1
 # NOTE: the grammar fields, by SGLang's sampling parameter names; at most one may be set.
 GRAMMAR_KINDS = ("json_schema", "regex", "ebnf")
+# NOTE: OpenAI's range for a logit_bias value.
+MAX_ABS_LOGIT_BIAS = 100.0
 
 
 @dataclass
@@ -49,6 +51,9 @@ class SamplingParams:
     json_schema: str | None = None
     regex: str | None = None
     ebnf: str | None = None
+    # NOTE: as SGLang and OpenAI: token id (a decimal string, JSON keys being strings) → a bias
+    # added to that token's logit before sampling.
+    logit_bias: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         # NOTE: OpenAI allows `stop` to be a single string; store it as a one-element list.
@@ -125,6 +130,8 @@ class SamplingParams:
             if token_id < 0 or (vocab_size is not None and token_id >= vocab_size):
                 allowed = f"[0, {vocab_size})" if vocab_size is not None else ">= 0"
                 _fail("stop_token_ids", f"entries must be token ids in {allowed}", token_id)
+        if self.logit_bias:
+            _check_logit_bias(self.logit_bias, vocab_size)
         if self.seed is not None and not 0 <= self.seed <= MAX_SEED:
             _fail("seed", "must be in [0, 2**64 - 1]", self.seed)
         grammars = [kind for kind in GRAMMAR_KINDS if getattr(self, kind) is not None]
@@ -136,6 +143,21 @@ class SamplingParams:
         for kind in grammars:
             if not getattr(self, kind).strip():
                 _fail(kind, "must not be empty", getattr(self, kind))
+
+
+def logit_bias_ids(bias: Mapping[str, float]) -> dict[int, float]:
+    """A validated ``logit_bias`` keyed by int token id."""
+    return {int(token): value for token, value in bias.items()}
+
+
+def _check_logit_bias(bias: Mapping[str, float], vocab_size: int | None) -> None:
+    for token, value in bias.items():
+        if not token.isdigit() or not token.isascii():
+            _fail("logit_bias", "keys must be token ids (non-negative integers)", token)
+        if vocab_size is not None and int(token) >= vocab_size:
+            _fail("logit_bias", f"keys must be token ids in [0, {vocab_size})", int(token))
+        if abs(value) > MAX_ABS_LOGIT_BIAS:
+            _fail("logit_bias", "values must be in [-100, 100]", value)
 
 
 def _fail(name: str, requirement: str, value: object) -> None:
@@ -194,6 +216,23 @@ def _as_int_list(name: str, value: object) -> list[int]:
     return [_as_int(name, v) for v in value]
 
 
+def _as_optional_bias(name: str, value: object) -> dict[str, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise _type_error(name, "an object of token id → number", value)
+    return {_bias_key(name, k): _as_float(name, v) for k, v in value.items()}
+
+
+def _bias_key(name: str, key: object) -> str:
+    # NOTE: an int key (a Python caller's dict) is read as its decimal string.
+    if isinstance(key, int) and not isinstance(key, bool):
+        return str(key)
+    if not isinstance(key, str):
+        raise _type_error(name, "keyed by token ids", key)
+    return key
+
+
 # NOTE: keyed by the annotation strings (this module uses postponed annotations), so adding a
 # field with a type that has no coercer fails at import instead of slipping past from_dict.
 _COERCERS_BY_TYPE: dict[str, Callable[[str, object], Any]] = {
@@ -204,6 +243,7 @@ _COERCERS_BY_TYPE: dict[str, Callable[[str, object], Any]] = {
     "str | None": _as_optional_str,
     "list[str]": _as_str_list,
     "list[int]": _as_int_list,
+    "dict[str, float] | None": _as_optional_bias,
 }
 _FIELD_COERCERS: dict[str, Callable[[str, object], Any]] = {
     f.name: _COERCERS_BY_TYPE[str(f.type)] for f in fields(SamplingParams)

@@ -30,7 +30,7 @@ class SampleOutput:
 class Sampler:
     """Turns logits into next tokens; pure torch, knows nothing of the model or scheduler.
 
-    Per step: penalties -> log-probs -> greedy rows take the argmax; sampled rows divide
+    Per step: penalties -> logit_bias -> log-probs -> greedy rows take the argmax; sampled rows divide
     by temperature, softmax, filter with top-k / top-p / min-p and draw.
 
     NOTE: log-probs are the log_softmax of the penalised logits BEFORE temperature and
@@ -60,6 +60,8 @@ class Sampler:
             logits = apply_penalties(logits, info.penalties, penalty_states)
         else:
             logits = logits.float()
+        if info.logit_bias is not None:
+            logits = info.logit_bias.apply(logits)
 
         if info.all_greedy:
             next_token_ids = logits.argmax(dim=-1)

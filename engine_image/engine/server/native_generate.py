@@ -50,13 +50,32 @@ def prompt_ids(ctx: ServerContext, body: GenerateBody) -> tuple[list[list[int]],
     return prompts, batched
 
 
-def check_prompt(ctx: ServerContext, ids: list[int]) -> None:
+def check_prompt(
+    ctx: ServerContext, ids: list[int], max_tokens: int | None = None, param: str = "max_tokens"
+) -> int:
+    """A 400 for an empty prompt, one that fills the context, or a ``max_tokens`` (named
+    ``param`` in the request) that the context cannot hold after the prompt.
+
+    Returns the completion budget: ``max_tokens``, or all the context leaves when it is None.
+    NOTE: as vLLM, an explicit budget is refused rather than shortened; native /generate
+    passes none, so its max_new_tokens is clamped to the context by the scheduler, as SGLang.
+    """
     if not ids:
         raise bad_request("the prompt is empty")
     if len(ids) >= ctx.context_length:
         raise bad_request(
             f"the prompt has {len(ids)} tokens; this model's context length is {ctx.context_length}"
         )
+    if max_tokens is None:
+        return ctx.context_length - len(ids)
+    if len(ids) + max_tokens > ctx.context_length:
+        raise bad_request(
+            f"This model's maximum context length is {ctx.context_length} tokens. However, you "
+            f"requested {len(ids) + max_tokens} tokens ({len(ids)} in the messages, {max_tokens} "
+            f"in the completion). Please reduce the length of the messages or completion.",
+            param=param,
+        )
+    return max_tokens
 
 
 def sampling_params_for(ctx: ServerContext, raw: dict[str, Any] | None) -> tuple[dict[str, Any], int]:

@@ -79,6 +79,7 @@ def chat_request(body: MessagesRequest) -> ChatCompletionRequest:
         stream=body.stream,
         tools=chat_tools(body),
         tool_choice=chat_tool_choice(body.tool_choice),
+        parallel_tool_calls=not (body.tool_choice and body.tool_choice.disable_parallel_tool_use),
     )
 
 

@@ -80,9 +80,11 @@ def stop_reason(state: RequestState) -> tuple[StopReason, str | None]:
 
 async def create_message(ctx: ServerContext, body: MessagesRequest, request: Request) -> Response:
     chat = chat_request(body)
-    calling = tool_calling(chat.tools, chat.tool_choice, ctx.args.tool_call_parser)
+    calling = tool_calling(
+        chat.tools, chat.tool_choice, ctx.args.tool_call_parser, chat.parallel_tool_calls
+    )
     ids = chat_prompt_ids(ctx.tokenizer, chat.messages, None, calling.template_tools)
-    check_prompt(ctx, ids)
+    check_prompt(ctx, ids, body.max_tokens)
     params, _ = sampling_params_for(
         ctx, with_call_grammar(sampling_params(chat, body.max_tokens), calling)
     )

@@ -70,6 +70,8 @@ def sampling_params(
     ctx: ServerContext, options: Options | None, ids: list[int], fmt: str | dict[str, Any] | None
 ) -> dict[str, Any]:
     """Validated engine sampling params for a prompt of ``ids`` (also checked against the context)."""
+    # NOTE: as Ollama, a num_predict beyond what the context leaves is no error: the answer
+    # stops when the context is full (the scheduler clamps it), so no budget is checked here.
     check_prompt(ctx, ids)
     options = options or Options()
     if options.num_predict is not None and options.num_predict < -1:

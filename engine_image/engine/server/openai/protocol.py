@@ -109,6 +109,8 @@ class SamplingFields(_Body):
     repetition_penalty: float | None = None
     stop: str | list[str] | None = None
     stop_token_ids: list[int] | None = None
+    # NOTE: token id → bias in [-100, 100]; ids and values are checked with the sampling params.
+    logit_bias: dict[str, float] | None = None
     seed: int | None = None
     ignore_eos: bool = False
     skip_special_tokens: bool = True
@@ -130,6 +132,7 @@ class ChatCompletionRequest(SamplingFields):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool = True
     chat_template_kwargs: dict[str, Any] | None = None
 
 

@@ -22,6 +22,7 @@ _PASSTHROUGH = (
     "presence_penalty",
     "repetition_penalty",
     "stop_token_ids",
+    "logit_bias",
     "seed",
     "ignore_eos",
     "skip_special_tokens",

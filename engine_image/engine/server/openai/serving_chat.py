@@ -56,15 +56,16 @@ def usage_of(states: list[RequestState], prompt_tokens: int) -> Usage:
 async def create_chat_completion(
     ctx: ServerContext, body: ChatCompletionRequest, request: Request
 ) -> Response:
-    calling = tool_calling(body.tools, body.tool_choice, ctx.args.tool_call_parser)
+    calling = tool_calling(
+        body.tools, body.tool_choice, ctx.args.tool_call_parser, body.parallel_tool_calls
+    )
     ids = chat_prompt_ids(
         ctx.tokenizer, body.messages, body.chat_template_kwargs, calling.template_tools
     )
-    check_prompt(ctx, ids)
-    requested = (
-        body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
-    )
-    max_new = requested if requested is not None else ctx.context_length - len(ids)
+    if body.max_completion_tokens is not None:
+        max_new = check_prompt(ctx, ids, body.max_completion_tokens, "max_completion_tokens")
+    else:
+        max_new = check_prompt(ctx, ids, body.max_tokens)
     params, _ = sampling_params_for(ctx, with_call_grammar(sampling_params(body, max_new), calling))
     # NOTE: a constrained call is JSON from its first token: no reasoning block to split off.
     reasoning = None if calling.json_schema is not None else ctx.args.reasoning_parser

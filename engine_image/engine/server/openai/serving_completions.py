@@ -30,7 +30,11 @@ from engine.server.openai.sampling import finish_reason, sampling_params
 from engine.server.tokenizer_manager import RequestState
 
 
-def _prompts(ctx: ServerContext, prompt: str | list[str] | list[int] | list[list[int]]) -> list[list[int]]:
+def _prompts(
+    ctx: ServerContext,
+    prompt: str | list[str] | list[int] | list[list[int]],
+    max_tokens: int | None,
+) -> list[list[int]]:
     if isinstance(prompt, str):
         prompts = [ctx.tokenizer.encode(prompt)]
     elif not prompt:
@@ -41,22 +45,23 @@ def _prompts(ctx: ServerContext, prompt: str | list[str] | list[int] | list[list
         prompts = [list(prompt)]  # type: ignore[arg-type]
     else:
         prompts = [list(p) for p in prompt]  # type: ignore[union-attr]
+    # NOTE: every prompt is checked before the first is submitted, so a bad one queues none.
     for ids in prompts:
-        check_prompt(ctx, ids)
+        check_prompt(ctx, ids, max_tokens)
     return prompts
 
 
 async def create_completion(ctx: ServerContext, body: CompletionRequest, request: Request) -> Response:
     if body.suffix:
         raise bad_request("suffix is not supported", param="suffix")
-    prompts = _prompts(ctx, body.prompt)
+    prompts = _prompts(ctx, body.prompt, body.max_tokens)
     top = body.logprobs or 0
     want_logprobs = body.logprobs is not None
     tm = ctx.tokenizer_manager
     states: list[RequestState] = []
     prompt_of: list[list[int]] = []
     for ids in prompts:
-        max_new = body.max_tokens if body.max_tokens is not None else ctx.context_length - len(ids)
+        max_new = check_prompt(ctx, ids, body.max_tokens)
         params, _ = sampling_params_for(ctx, sampling_params(body, max_new))
         new = await tm.submit(ids, params, body.n, want_logprobs, top)
         states += new

@@ -277,11 +277,8 @@ def _final_status(state: RequestState) -> tuple[str, IncompleteDetails | None]:
 async def create_response(ctx: ServerContext, body: ResponsesRequest, request: Request) -> Response:
     _refuse_unavailable(body)
     ids = chat_prompt_ids(ctx.tokenizer, chat_messages(body))
-    check_prompt(ctx, ids)
     raw: dict[str, Any] = {
-        "max_new_tokens": body.max_output_tokens
-        if body.max_output_tokens is not None
-        else ctx.context_length - len(ids)
+        "max_new_tokens": check_prompt(ctx, ids, body.max_output_tokens, "max_output_tokens")
     }
     if body.temperature is not None:
         raw["temperature"] = body.temperature

@@ -4,7 +4,9 @@ constrained and parsed, and the calls in OpenAI's response shapes.
 - "none" (or no tools): the tools are not rendered and nothing is parsed.
 - "auto": the model decides; its output is parsed by the server's --tool-call-parser.
 - "required" / a named function: the output is constrained to JSON calls (a JSON schema
-  grammar), so it is always a valid call to a listed tool; no model parser is needed.
+  grammar), so it is always a valid call to a listed tool; no model parser is needed. Cut off
+  by max_tokens, the reply carries the calls completed so far, with finish_reason "length"
+  (as vLLM: "tool_calls" only when the model stopped by itself).
 """
 
 from __future__ import annotations
@@ -54,9 +56,15 @@ NO_TOOL_CALLING = ToolCalling(None, None, None)
 
 
 def tool_calling(
-    tools: list[Tool] | None, choice: ToolChoice | None, parser: str | None
+    tools: list[Tool] | None,
+    choice: ToolChoice | None,
+    parser: str | None,
+    parallel: bool = True,
 ) -> ToolCalling:
-    """The plan for one request; a 400 for a choice that cannot be honoured."""
+    """The plan for one request; a 400 for a choice that cannot be honoured.
+
+    ``parallel`` False (``parallel_tool_calls: false``) makes "required" exactly one call.
+    """
     if not tools:
         if choice == "required" or isinstance(choice, NamedToolChoice):
             raise bad_request("tool_choice needs tools: none were given", param="tool_choice")
@@ -71,7 +79,7 @@ def tool_calling(
             raise bad_request(NO_PARSER, param="tool_choice")
         return ToolCalling(template_tools, None, tool_call_detector(parser), names)
     if choice == "required":
-        schema = required_calls_schema(parameters)
+        schema = required_calls_schema(parameters, parallel)
         return ToolCalling(template_tools, orjson.dumps(schema).decode(), REQUIRED_CALLS, names)
     name = choice.function.name
     if name not in parameters:
