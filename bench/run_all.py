@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import (
+    cli_startup,
     engine_streaming,
     engine_vs_transformers,
     grammar_cost,
@@ -68,6 +69,12 @@ def run_grammar_cost() -> str:
     return section(_now(), _machine(), result["command"], grammar_cost.markdown_table(result))
 
 
+def run_cli_startup() -> str:
+    result = cli_startup.run(runs=15)
+    table = cli_startup.markdown_table(result)
+    return section(result["date"], result["machine"], result["command"], table)
+
+
 def run_serving() -> str:
     result = serving_cli.run_and_save([])
     body = serving_report.markdown(result)
@@ -88,6 +95,7 @@ BENCHMARKS: dict[str, Callable[[], str]] = {
     "engine_streaming": run_engine_streaming,
     "router_overhead": run_router_overhead,
     "grammar_cost": run_grammar_cost,
+    "cli_startup": run_cli_startup,
     "serving": run_serving,
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 
 import httpx
@@ -35,6 +36,13 @@ class RouterLink:
 
     def is_up(self) -> bool:
         """Whether a router answers on the port: ours (router.json) or one started by hand."""
+        # NOTE: a bare TCP connect first: with nothing listening (`gomgr ps` without a router)
+        # it answers in microseconds, where httpx's first request loads its transport stack
+        # (~50 ms).
+        try:
+            socket.create_connection((self.daemon.host, self.daemon.port), timeout=2).close()
+        except OSError:
+            return False
         try:
             reply = httpx.get(f"{self.url}/health", timeout=2, verify=VERIFY_TLS)
             return reply.status_code == 200
