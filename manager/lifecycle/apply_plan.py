@@ -103,12 +103,12 @@ def _entry_actions(
 
 
 def matches(entry: DesiredEngine, record: EngineRecord) -> bool:
-    """Whether an engine started by hand runs what the entry asks for (a variant cannot be told)."""
+    """Whether an engine started by hand runs what the entry asks for."""
     spec = record.handle.spec
     return (
         spec.repo == entry.repo
         and spec.aliases == entry.aliases
-        and entry.variant is None
+        and entry.variant == record.variant
         and entry.runtime in ("auto", record.handle.runtime)
         and entry.port in (None, spec.port)
     )

@@ -16,14 +16,15 @@ from manager.state.records import EngineRecord
 
 
 def restart_request(record: EngineRecord, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> StartRequest:
-    """The start that gives `record`'s engine back: same model, runtime, port, names, GPUs
-    and labels (so `gomgr apply` still owns an engine it started). The manifest is read
-    anew, as with a stop and a start."""
+    """The start that gives `record`'s engine back: same model, runtime, port, names, GPUs,
+    manifest variant and labels (so `gomgr apply` still owns an engine it started, and its
+    spec hash still describes what runs). The manifests are read anew, as with a stop and a
+    start."""
     spec = record.handle.spec
     gpus = "auto" if spec.container is None else ("all" if spec.container.gpus else "none")
     return StartRequest(
         spec.repo, record.handle.runtime, spec.port, spec.served_name, timeout_s, gpus=gpus,
-        aliases=spec.aliases, labels=dict(record.labels),
+        aliases=spec.aliases, variant=record.variant, labels=dict(record.labels),
     )
 
 

@@ -74,7 +74,7 @@ def start_engine(
     registered = False
     try:
         record = records.get(spec.id) or EngineRecord(handle, EngineState.STARTING)
-        record = dataclasses.replace(record, labels=dict(request.labels))
+        record = dataclasses.replace(record, labels=dict(request.labels), variant=request.variant)
         records.save(record)
         wait_until_healthy(runtime, handle, request.timeout_s)
         router.ensure()

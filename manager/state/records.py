@@ -24,6 +24,9 @@ class EngineRecord:
     # NOTE: who manages the engine besides its starter, e.g. `gomgr apply`'s entry and spec
     # hash (manager/lifecycle/desired_state.py); empty for an engine started by hand.
     labels: dict[str, str] = field(default_factory=dict)
+    # NOTE: the manifest variant layered over the matched manifest at the start (None: none),
+    # so a restart runs what the start ran.
+    variant: str | None = None
 
     @property
     def id(self) -> str:
@@ -52,6 +55,7 @@ class EngineRecord:
             "extra": self.handle.extra,
             "container": dataclasses.asdict(spec.container) if spec.container else None,
             "labels": self.labels,
+            "variant": self.variant,
         }
 
     @classmethod
@@ -68,7 +72,8 @@ class EngineRecord:
             create_time=float(data["create_time"]), log_path=Path(data["log_path"]),
             started_at=float(data["started_at"]), extra=dict(data.get("extra", {})),
         )
-        return cls(handle, EngineState(data["state"]), dict(data.get("labels", {})))
+        labels = dict(data.get("labels", {}))
+        return cls(handle, EngineState(data["state"]), labels, data.get("variant"))
 
 
 def _container(data: dict[str, Any] | None) -> ContainerSpec | None:
