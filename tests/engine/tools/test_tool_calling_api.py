@@ -8,8 +8,6 @@ constrained to valid calls on any model, so their calls must validate against th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -21,87 +19,21 @@ import pytest
 from anthropic import Anthropic
 from openai import OpenAI
 
-from tests.support.engine_process import EngineServer, engine_server
+from tests.engine.tools.tool_defs import (
+    ANTHROPIC_TOOLS,
+    MODEL,
+    SCHEMAS,
+    TOOLS,
+    WEATHER_PARAMETERS,
+    check_call,
+    streamed_calls,
+)
+from tests.support.engine_process import EngineServer
 
 pytestmark = pytest.mark.slow
 
-MODEL = "smollm2"
-WEATHER_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "city": {"type": "string", "maxLength": 20},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-    },
-    "required": ["city", "unit"],
-}
-TIME_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {"hour_offset": {"type": "integer", "minimum": -12, "maximum": 14}},
-    "required": ["hour_offset"],
-}
-TOOLS: list[Any] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather in a city",
-            "parameters": WEATHER_PARAMETERS,
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_time",
-            "description": "Time at a UTC offset",
-            "parameters": TIME_PARAMETERS,
-        },
-    },
-]
-SCHEMAS = {"get_weather": WEATHER_PARAMETERS, "get_time": TIME_PARAMETERS}
 ASK: list[Any] = [{"role": "user", "content": "What is the weather in Paris?"}]
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 48}
-
-
-@pytest.fixture(scope="module")
-def server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineServer]:
-    args = (
-        "--served-model-name", MODEL, "--skip-server-warmup", "--max-total-tokens", "8192",
-        "--tool-call-parser", "qwen25", "--reasoning-parser", "qwen3",
-    )  # fmt: skip
-    with engine_server(smollm2_dir, tmp_path_factory.mktemp("tools-logs"), *args) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(server: EngineServer) -> OpenAI:
-    return OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0, timeout=300)
-
-
-def _streamed_calls(client: OpenAI, **kwargs: Any) -> tuple[list[tuple[str, str, str]], str | None]:
-    """The calls (id, name, arguments) put together from a stream, and its finish reason."""
-    calls: dict[int, list[str]] = {}
-    finish = None
-    for chunk in client.chat.completions.create(model=MODEL, stream=True, **kwargs):
-        for choice in chunk.choices:
-            finish = choice.finish_reason or finish
-            for delta in choice.delta.tool_calls or []:
-                function = delta.function
-                assert function is not None
-                if delta.index not in calls:
-                    assert delta.id and delta.id.startswith("call_") and delta.type == "function"
-                    assert function.name, "a call's first delta names it"
-                    calls[delta.index] = [delta.id, function.name, ""]
-                else:
-                    assert delta.id is None and function.name is None
-                calls[delta.index][2] += function.arguments or ""
-    assert sorted(calls) == list(range(len(calls)))
-    return [(c[0], c[1], c[2]) for _, c in sorted(calls.items())], finish
-
-
-def _check_call(name: str, arguments: str) -> dict[str, Any]:
-    parsed = json.loads(arguments)
-    jsonschema.validate(parsed, SCHEMAS[name])
-    return parsed
 
 
 @pytest.mark.parametrize(
@@ -122,11 +54,11 @@ def test_forced_call_is_valid_and_the_same_streamed_or_not(
     assert calls, "a forced tool choice must produce a call"
     for call in calls:
         assert call.id.startswith("call_") and call.type == "function"
-        _check_call(call.function.name, call.function.arguments)
+        check_call(call.function.name, call.function.arguments)
     if isinstance(tool_choice, dict):
         assert [c.function.name for c in calls] == ["get_time"]
 
-    streamed, finish = _streamed_calls(
+    streamed, finish = streamed_calls(
         client, messages=ASK, tools=TOOLS, tool_choice=tool_choice, **GREEDY
     )
     assert finish == "tool_calls"
@@ -232,17 +164,6 @@ def test_bad_tool_requests_are_openai_400s(
 
 
 # ---------------------------------------------------------------- Anthropic
-
-ANTHROPIC_TOOLS: list[Any] = [
-    {"name": "get_weather", "description": "Weather in a city", "input_schema": WEATHER_PARAMETERS},
-    {"name": "get_time", "description": "Time at a UTC offset", "input_schema": TIME_PARAMETERS},
-]
-
-
-@pytest.fixture(scope="module")
-def claude(server: EngineServer) -> Anthropic:
-    return Anthropic(base_url=server.url, api_key="x", max_retries=0, timeout=300)
-
 
 def test_anthropic_named_tool_gives_a_tool_use_block(claude: Anthropic) -> None:
     kwargs: dict[str, Any] = {

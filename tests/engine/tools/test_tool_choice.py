@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from engine.function_call import tool_call_detector
+from engine.function_call import ToolCallDelta, tool_call_detector
 from engine.function_call.forced import NAMED_CALL, REQUIRED_CALLS
 from engine.server.http_errors import ApiError
 from engine.server.ollama.protocol import Done, FunctionCallReply, ToolCallReply
@@ -96,3 +96,37 @@ def test_ollama_replies_carry_whole_calls_with_object_arguments() -> None:
     done = Done("stop", 1, 0, 1, 1, 1, 1)
     last = render(text[30:], done)
     assert last.message.tool_calls == [ToolCallReply(FunctionCallReply("search", {"q": "paris"}))]
+
+
+def test_no_parallel_calls_limits_the_required_array_to_one() -> None:
+    schema = json.loads(tool_calling(TOOLS, "required", None, parallel=False).json_schema or "")
+    one = [{"name": "now", "arguments": {}}]
+    jsonschema.validate(one, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(one * 2, schema)
+
+
+CUT_ARRAY = '[{"name": "now", "arguments": {}}, {"name": "search", "arguments": {"q": "pa'
+
+
+def test_a_cut_off_forced_array_keeps_its_complete_calls_streamed_or_not() -> None:
+    whole = chat_output_parser(None, REQUIRED_CALLS, ["search", "now"])
+    assert whole is not None
+    output = whole.parse(CUT_ARRAY)
+    assert output.content == "" and [(c.name, c.arguments) for c in output.calls] == [
+        ("now", "{}")
+    ]
+    stream = chat_output_parser(None, REQUIRED_CALLS, ["search", "now"])
+    assert stream is not None
+    cuts = range(0, len(CUT_ARRAY), 7)
+    deltas = [stream.feed(CUT_ARRAY[i : i + 7], i + 7 >= len(CUT_ARRAY)) for i in cuts]
+    assert "".join(d.content for d in deltas) == ""
+    # NOTE: a forced call goes out whole, once complete: the cut second call never starts.
+    assert [c for d in deltas for c in d.calls] == [ToolCallDelta(0, "now", "{}")]
+
+
+def test_a_named_call_cut_inside_its_arguments_is_neither_call_nor_text() -> None:
+    parser = chat_output_parser(None, NAMED_CALL, ["search"])
+    assert parser is not None
+    output = parser.parse('{"name": "search", "arguments": {"q"')
+    assert output.content == "" and output.calls == ()
