@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import tempfile
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
+from docker import DockerClient
 from docker.errors import APIError, DockerException
 
 from manager.images.build_context import stage_context
-from manager.images.errors import ImageError
-from manager.manifests.engines import DEFAULT_IMAGES
+from manager.images.build_failure import base_image_missing, pip_index_unreachable
+from manager.images.errors import ImageError, PullError
+from manager.images.presence import DEFAULT_TAG, image_present, pull_image
 
-DEFAULT_TAG = DEFAULT_IMAGES["gomgr"]
 GPU_BASE_IMAGE = "nvidia/cuda:12.8.1-runtime-ubuntu24.04"
 CPU_BASE_IMAGE = "python:3.11-slim-bookworm"
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 BUILD_TIMEOUT_S = 3600
+_RECENT_LINES = 40  # of the current step's output: a failed pip step's messages are among them
 
 
 @dataclass(frozen=True)
@@ -51,11 +54,12 @@ def build_image(options: BuildOptions, on_line: Callable[[str], None]) -> str:
         context = stage_context(Path(tmp), options.torch_wheel)
         try:
             # NOTE: from_env, not APIClient(): only from_env reads DOCKER_HOST.
-            client = docker.from_env(timeout=BUILD_TIMEOUT_S).api
+            client = docker.from_env(timeout=BUILD_TIMEOUT_S)
         except DockerException as exc:
             raise ImageError(f"no Docker daemon to build with: {exc}", "Run `gomgr doctor`.") from exc
         try:
-            stream = client.build(
+            _ensure_base_image(client, options.base_image, on_line)
+            stream = client.api.build(
                 path=str(context.path), tag=options.tag, buildargs=options.build_args(),
                 rm=True, forcerm=True, decode=True, labels={"gomgr.image": "engine"},
             )
@@ -66,29 +70,38 @@ def build_image(options: BuildOptions, on_line: Callable[[str], None]) -> str:
             client.close()
 
 
+def _ensure_base_image(client: DockerClient, base: str, on_line: Callable[[str], None]) -> None:
+    # NOTE: pulled before the build, not by its FROM step, so that a base image neither here
+    # nor reachable fails with what to do instead of the daemon's DNS error mid-build.
+    if image_present(client, base):
+        return
+    try:
+        pull_image(client, base, on_line)
+    except PullError as exc:
+        raise ImageError(base_image_missing(exc)) from exc
+
+
 def _follow(stream: object, options: BuildOptions, on_line: Callable[[str], None]) -> str:
     image_id = ""
+    recent: deque[str] = deque(maxlen=_RECENT_LINES)
     for chunk in stream:  # type: ignore[attr-defined]
         if "stream" in chunk:
             for line in str(chunk["stream"]).splitlines():
                 if line.strip():
+                    if line.startswith("Step "):
+                        recent.clear()  # NOTE: a step's own lines only, e.g. "Step 5/20 : RUN"
+                    recent.append(line)
                     on_line(line)
         if "aux" in chunk and "ID" in chunk["aux"]:
             image_id = str(chunk["aux"]["ID"])
         if "error" in chunk:
+            if offline := pip_index_unreachable(list(recent), options.torch_index_url):
+                raise ImageError(offline)
             raise ImageError(
                 f"the image build failed: {chunk['error'].strip()}",
-                _fix_for(str(chunk["error"]), options),
+                "The build's output above shows the step that failed.",
             )
     if not image_id:
         raise ImageError("the image build ended without an image id from the daemon")
     return image_id
 
-
-def _fix_for(error: str, options: BuildOptions) -> str:
-    if "pull access denied" in error or ("not found" in error and options.base_image in error):
-        return (
-            f"The base image {options.base_image} is not here and could not be pulled. Pull it "
-            "(`docker pull ...`) or pass a local one with --base."
-        )
-    return "The build's output above shows the step that failed."

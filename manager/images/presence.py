@@ -12,8 +12,10 @@ from collections.abc import Callable
 from docker import DockerClient
 from docker.errors import APIError, ImageNotFound
 
-from manager.images.build import DEFAULT_TAG
-from manager.images.errors import ImageError
+from manager.images.errors import ImageError, PullError
+from manager.manifests.engines import DEFAULT_IMAGES
+
+DEFAULT_TAG = DEFAULT_IMAGES["gomgr"]
 
 
 def image_present(client: DockerClient, image: str) -> bool:
@@ -43,14 +45,14 @@ def pull_image(client: DockerClient, image: str, on_progress: Callable[[str], No
     try:
         for event in client.api.pull(repository, tag=tag or "latest", stream=True, decode=True):
             if "error" in event:
-                raise ImageError(f"cannot pull {image}: {event['error']}", _pull_fix(image))
+                raise PullError(image, str(event["error"]), _pull_fix(image))
             status = event.get("status", "")
             if progress := event.get("progress"):
                 status = f"{status} {progress}"
             if status:
                 on_progress(f"{image}: {status}")
     except APIError as exc:
-        raise ImageError(f"cannot pull {image}: {exc.explanation or exc}", _pull_fix(image)) from exc
+        raise PullError(image, str(exc.explanation or exc), _pull_fix(image)) from exc
 
 
 def _pull_fix(image: str) -> str:
