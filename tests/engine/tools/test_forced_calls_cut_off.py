@@ -1,4 +1,4 @@
-"""A forced tool choice (required, named, Anthropic "any") always answers with calls, cut off or not.
+"""A forced tool choice (required, named, Anthropic "any") always answers with its calls.
 
 Greedy SmolLM2 asked for the time in Tokyo under tool_choice "required" repeats the same
 get_time call inside the constrained array until max_tokens (issue #22). The reply must carry
