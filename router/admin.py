@@ -34,7 +34,7 @@ class BackendIn(BaseModel):
     aliases: list[Annotated[str, Field(pattern=_NAME)]] = []
     owned_by: str | None = None  # None: taken from the backend's /v1/models once it is ready
     max_model_len: Annotated[int, Field(gt=0)] | None = None
-    capabilities: list[str] = ["chat", "completion"]
+    capabilities: list[str] | None = None  # None: taken from the backend's /get_model_info
     # NOTE: sent upstream in a header as given, so only visible ASCII (no CR/LF to inject headers).
     api_key: Annotated[str, Field(pattern=r"^[\x21-\x7e]{1,4096}$")] | None = None
 
@@ -54,7 +54,7 @@ class BackendIn(BaseModel):
             aliases=tuple(a for a in dict.fromkeys(self.aliases) if a != self.model),
             owned_by=self.owned_by,
             max_model_len=self.max_model_len,
-            capabilities=tuple(self.capabilities),
+            capabilities=None if self.capabilities is None else tuple(self.capabilities),
             created=int(time.time()),
             api_key=self.api_key,
         )

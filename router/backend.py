@@ -29,7 +29,9 @@ class Backend:
     aliases: tuple[str, ...] = ()
     owned_by: str | None = None  # None until the upstream's /v1/models says
     max_model_len: int | None = None
-    capabilities: tuple[str, ...] = ("chat", "completion")
+    # NOTE: what the model serves (router/capabilities.py); None until the registration or
+    # the backend's /get_model_info says, () when the backend does not say.
+    capabilities: tuple[str, ...] | None = None
     state: BackendState = BackendState.STARTING
     created: int = 0  # unix seconds of registration
     api_key: str | None = field(default=None, repr=False)  # sent upstream as Bearer; never shown

@@ -82,6 +82,8 @@ def _model_card(backend: Backend) -> dict[str, Any]:
     }
     if backend.max_model_len is not None:
         card["max_model_len"] = backend.max_model_len
+    if backend.capabilities:
+        card["capabilities"] = list(backend.capabilities)  # NOTE: an extension, as max_model_len
     return card
 
 

@@ -28,7 +28,16 @@ DISPATCHED: dict[str, frozenset[str] | None] = {
     "/api/chat": _ENGINE_ONLY,
     "/api/generate": _ENGINE_ONLY,
     "/api/show": _ENGINE_ONLY,
+    "/v1/rerank": _ANY_KIND,
+    "/v2/rerank": _ANY_KIND,
+    "/v1/score": _ANY_KIND,
+    "/classify": _ANY_KIND,
+    "/v1/classify": _ANY_KIND,
 }
+# NOTE: native routes whose upstream body has no `model` (SGLang's /classify takes an
+# EmbeddingReqInput; our engine refuses unknown fields there): the router reads `model` to
+# dispatch and forwards the body without it.
+MODEL_NOT_FORWARDED = frozenset({"/classify"})
 
 
 class Dispatch:
@@ -64,6 +73,8 @@ class Dispatch:
         except ClientDisconnect:
             return
         model: str = payload["model"]
+        if route in MODEL_NOT_FORWARDED:
+            payload, raw = self._without_model(payload, model)
         kinds = DISPATCHED[route]
         query: bytes = scope["query_string"]
         target = route.encode() + (b"?" + query if query else b"")
@@ -80,6 +91,16 @@ class Dispatch:
             )
 
         await until_disconnect(receive, exchange)
+
+    def _without_model(self, payload: dict[str, Any], model: str) -> tuple[dict[str, Any], bytes]:
+        """The body to forward without `model`, and the payload the proxy reads.
+
+        NOTE: the proxy forwards the raw body when `payload["model"]` is the picked backend's
+        served name and re-encodes the payload (with `model`) otherwise, so an alias is
+        resolved to its served name here.
+        """
+        raw = orjson.dumps({k: v for k, v in payload.items() if k != "model"})
+        return {**payload, "model": self._registry.served_name(model) or model}, raw
 
     async def _read_body(self, receive: Receive, declared: bytes) -> bytes:
         limit = self._max_body_bytes

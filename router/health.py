@@ -13,6 +13,7 @@ import logging
 import httpx
 
 from router.backend import Backend, BackendKind, BackendState
+from router.capabilities import capabilities_from_model_info
 from router.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,17 @@ async def probe(client: httpx.AsyncClient, backend: Backend) -> BackendState | N
 
 
 async def discover(client: httpx.AsyncClient, backend: Backend) -> dict[str, object]:
-    """owned_by and max_model_len as the backend's /v1/models reports them (best effort)."""
+    """What the backend says about its model (best effort): owned_by and max_model_len from
+    its /v1/models, and, once, its capabilities from /get_model_info."""
+    found: dict[str, object] = {}
+    if backend.owned_by is None or backend.max_model_len is None:
+        found.update(await _from_model_list(client, backend))
+    if backend.capabilities is None:
+        found["capabilities"] = await _capabilities(client, backend)
+    return found
+
+
+async def _from_model_list(client: httpx.AsyncClient, backend: Backend) -> dict[str, object]:
     try:
         response = await client.get(f"{backend.base_url}/v1/models")
         cards = response.json().get("data", []) if response.status_code == 200 else []
@@ -55,6 +66,17 @@ async def discover(client: httpx.AsyncClient, backend: Backend) -> dict[str, obj
                 found["max_model_len"] = card["max_model_len"]
             return found
     return {}
+
+
+async def _capabilities(client: httpx.AsyncClient, backend: Backend) -> tuple[str, ...]:
+    """From the engine's (and SGLang's) /get_model_info; () when the backend has none (vLLM,
+    llama.cpp), so that it is asked only once."""
+    try:
+        response = await client.get(f"{backend.base_url}/get_model_info")
+        info = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return ()
+    return capabilities_from_model_info(info) if isinstance(info, dict) else ()
 
 
 class HealthMonitor:
@@ -96,7 +118,7 @@ class HealthMonitor:
             return
         if (
             state is BackendState.READY
-            and current.owned_by is None
+            and (current.owned_by is None or current.capabilities is None)
             and (found := await discover(self.client, current))
         ):
             self._registry.update(backend_id, **found)

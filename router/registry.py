@@ -57,6 +57,10 @@ class Registry:
                 seen[b.model] = b
         return list(seen.values())
 
+    def served_name(self, name: str) -> str | None:
+        """The served model name that `name` (a served name or an alias) stands for, if any."""
+        return next((b.model for b in self._backends.values() if name in b.names()), None)
+
     def pick(self, model: str, kinds: frozenset[str] | None = None) -> Backend:
         """The ready backend for `model` (served name or alias) with the fewest requests in flight."""
         named = [b for b in self._backends.values() if model in b.names()]

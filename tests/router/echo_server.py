@@ -6,7 +6,9 @@
 (`max_tokens` chunks if set, cycling the words), with fixed id and created, so two runs
 give identical bytes. Header `x-echo-delay-ms` sleeps between chunks. /stats counts
 streams that finished and streams whose client went away, and shows the credentials
-(`authorization`, `x-api-key`) of the last chat request.
+(`authorization`, `x-api-key`) of the last chat request. The rerank, score and classify
+routes answer `{"route", "served_by", "body"}`: the path, this server's model, and the JSON
+body exactly as it arrived.
 """
 
 from __future__ import annotations
@@ -108,6 +110,11 @@ def build_app(model: str, health_status: int) -> Starlette:
             }
         )
 
+    async def echo_body(request: Request) -> Response:
+        return JSONResponse(
+            {"route": request.url.path, "served_by": model, "body": await request.json()}
+        )
+
     async def health(_request: Request) -> Response:
         return Response(status_code=health_status)
 
@@ -118,6 +125,10 @@ def build_app(model: str, health_status: int) -> Starlette:
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", models),
+            *(
+                Route(path, echo_body, methods=["POST"])
+                for path in ("/v1/rerank", "/v2/rerank", "/v1/score", "/classify", "/v1/classify")
+            ),
             Route("/health", health),
             Route("/stats", get_stats),
         ]
