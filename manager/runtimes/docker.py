@@ -1,9 +1,9 @@
 """The docker runtime: the engine in a container (docker SDK), port published on loopback only.
 
-The run spec, as DESIGN.md fixes it: `--init`, `--shm-size` (32g unless the manifest says),
-the model directory read-only at /model, 127.0.0.1:<port> → 30000, `--gpus all` where GPUs
-are wanted, and labels that say the container is ours and let a restarted manager rebuild
-its view without any record.
+The run spec (docs/architecture.md, runtimes): `--init`, `--shm-size` (32g unless the
+manifest says), the model directory read-only at /model, 127.0.0.1:<port> → 30000, `--gpus
+all` where GPUs are wanted, and labels that say the container is ours and let a restarted
+manager rebuild its view without any record.
 """
 
 from __future__ import annotations
