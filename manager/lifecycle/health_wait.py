@@ -7,7 +7,6 @@ import time
 import httpx
 
 from manager.lifecycle.errors import EngineFailed
-from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S  # noqa: F401  (restart.py's)
 from manager.runtimes.base import EngineHandle, Runtime
 
 POLL_S = 0.5

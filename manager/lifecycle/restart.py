@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from manager.lifecycle.errors import EngineNotFound
-from manager.lifecycle.health_wait import DEFAULT_START_TIMEOUT_S
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start import Started, StartRequest, start_engine
+from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
 from manager.lifecycle.stop import find_engines, stop_record
 from manager.models.progress import Progress
 from manager.state.paths import StatePaths
