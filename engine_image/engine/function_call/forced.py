@@ -35,7 +35,7 @@ def call_schema(name: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
 def required_calls_schema(
     functions: Mapping[str, Mapping[str, Any]], parallel: bool = True
 ) -> dict[str, Any]:
-    """JSON schema of a non-empty array of calls, each to one of ``functions`` (name → parameters).
+    """JSON schema of a non-empty array of calls, each to one of ``functions`` (name → params).
 
     Not ``parallel``: exactly one call, so the grammar closes the array after it (a small model
     decoding greedily would otherwise repeat the call until max_tokens).

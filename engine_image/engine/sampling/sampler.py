@@ -30,10 +30,10 @@ class SampleOutput:
 class Sampler:
     """Turns logits into next tokens; pure torch, knows nothing of the model or scheduler.
 
-    Per step: penalties -> logit_bias -> log-probs -> greedy rows take the argmax; sampled rows divide
-    by temperature, softmax, filter with top-k / top-p / min-p and draw.
+    Per step: penalties -> logit_bias -> log-probs -> greedy rows take the argmax; sampled rows
+    divide by temperature, softmax, filter with top-k / top-p / min-p and draw.
 
-    NOTE: log-probs are the log_softmax of the penalised logits BEFORE temperature and
+    NOTE: log-probs are the log_softmax of the penalised (and biased) logits BEFORE temperature and
     filtering (vLLM's and SGLang's "raw" log-probs): they describe the model's
     distribution, not the sampling one, so a filtered-out token still has a finite value.
     """
