@@ -113,9 +113,11 @@ def _round(
     per step spent in grammar code (0 when unconstrained)."""
     rids = [f"{tag}-{i}" for i in range(len(prompts))]
     for row, (rid, ids) in enumerate(zip(rids, prompts)):
-        grammar = {"json_schema": schema(row)} if constrained else {}
         params = SamplingParams(
-            max_new_tokens=steps + 4, temperature=0.0, ignore_eos=not constrained, **grammar
+            max_new_tokens=steps + 4,
+            temperature=0.0,
+            ignore_eos=not constrained,
+            json_schema=schema(row) if constrained else None,
         )
         scheduler.add_group([scheduler.new_request(rid, ids, params)])
     while len(scheduler.running) < len(prompts):

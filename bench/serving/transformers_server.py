@@ -138,6 +138,8 @@ async def _stream(
     while (token := await job.tokens.get()) is not None:
         ids.append(token)
         text = tokenizer.decode(ids)
+        # NOTE: one flat id list decodes to str; transformers types decode as str | list[str].
+        assert isinstance(text, str)
         if text.endswith("\ufffd"):  # NOTE: an incomplete UTF-8 sequence: wait for more
             continue
         yield _chunk(kind, model, text[len(sent) :])

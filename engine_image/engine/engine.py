@@ -10,11 +10,12 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
+from engine.detokenizer.decode_text import decode_text
 from engine.engine_config import EngineConfig
 from engine.errors import InvalidRequest
 from engine.runtime.model_runner import ModelRunner
@@ -87,7 +88,7 @@ class Engine:
     # ------------------------------------------------------------------ helpers
 
     def _decode_tail(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids)
+        return decode_text(self.tokenizer, ids)
 
     def _token_prompts(self, prompt: Prompt, input_ids: TokenIds) -> tuple[list[list[int]], bool]:
         if (prompt is None) == (input_ids is None):
@@ -101,9 +102,10 @@ class Engine:
         assert input_ids is not None
         if not input_ids:
             raise InvalidRequest("the prompt is empty")
+        # NOTE: mypy does not narrow through all(); the casts rest on the check itself.
         if all(isinstance(t, int) for t in input_ids):
-            return [list(input_ids)], False  # type: ignore[arg-type]
-        return [list(ids) for ids in input_ids], True  # type: ignore[union-attr]
+            return [list(cast(Sequence[int], input_ids))], False
+        return [list(ids) for ids in cast(Sequence[Sequence[int]], input_ids)], True
 
     @staticmethod
     def _params(sampling_params: ParamsArg, count: int) -> list[SamplingParams]:
@@ -134,7 +136,7 @@ class Engine:
 
     def _result(self, req: Req, latency: float) -> dict[str, Any]:
         params = req.params
-        text = self.tokenizer.decode(req.output_ids, skip_special_tokens=params.skip_special_tokens)
+        text = decode_text(self.tokenizer, req.output_ids, params.skip_special_tokens)
         if params.stop and not params.no_stop_trim:
             text = trim_at_stop(text, params.stop)
         assert req.finish_reason is not None

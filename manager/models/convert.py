@@ -53,7 +53,9 @@ def _convert(gguf: Path, out_dir: Path) -> None:
     )
     # NOTE: the weights are dequantized on load; without this, save_pretrained would record
     # the GGUF quantizer and readers would look for a quantized checkpoint.
-    model.hf_quantizer = None
+    # NOTE: the ignore: transformers sets `hf_quantizer` in from_pretrained without declaring it
+    # on PreTrainedModel, so mypy falls back to torch's Module.__setattr__ (Tensor | Module).
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(out_dir)

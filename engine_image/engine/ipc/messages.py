@@ -14,13 +14,18 @@ import zmq
 
 
 class Message(msgspec.Struct, frozen=True, tag=True):
-    """Base of every IPC message."""
+    """Base of every IPC message.
+
+    NOTE: subclasses repeat ``frozen=True``. msgspec inherits it at runtime anyway, but type
+    checkers read Struct through PEP 681's dataclass_transform, which does not, and reject a
+    non-frozen subclass of a frozen base (msgspec's advice, msgspec/msgspec#657).
+    """
 
 
 # ---------------------------------------------------------------- tokenizer → scheduler
 
 
-class GenerateRequest(Message):
+class GenerateRequest(Message, frozen=True):
     """One prompt; ``rids`` has one id per sample (n > 1 shares the prompt's KV)."""
 
     rids: list[str]
@@ -30,14 +35,14 @@ class GenerateRequest(Message):
     top_logprobs_num: int = 0
 
 
-class EmbedRequest(Message):
+class EmbedRequest(Message, frozen=True):
     """Whole prompts for one forward and pooling; never enters the decode loop."""
 
     rid: str
     input_ids: list[list[int]]
 
 
-class ScoreRequest(Message):
+class ScoreRequest(Message, frozen=True):
     """Whole prompts for one forward; the answer is the label ids' logprobs at the next position."""
 
     rid: str
@@ -45,7 +50,7 @@ class ScoreRequest(Message):
     label_token_ids: list[int]
 
 
-class ClassifyRequest(Message):
+class ClassifyRequest(Message, frozen=True):
     """Whole prompts (or query-document pairs) for one forward through a classification head.
 
     The answer is each prompt's raw logits; ``token_type_ids`` (segment ids of BERT pairs)
@@ -57,26 +62,26 @@ class ClassifyRequest(Message):
     token_type_ids: list[list[int]] | None = None
 
 
-class AbortRequest(Message):
+class AbortRequest(Message, frozen=True):
     rid: str | None = None
     abort_all: bool = False
 
 
-class FlushCacheRequest(Message):
+class FlushCacheRequest(Message, frozen=True):
     request_id: str
     timeout_s: float = 0.0
 
 
-class UpdateWeightsRequest(Message):
+class UpdateWeightsRequest(Message, frozen=True):
     request_id: str
     model_path: str
 
 
-class ServerInfoRequest(Message):
+class ServerInfoRequest(Message, frozen=True):
     request_id: str
 
 
-class ExpertDistributionRequest(Message):
+class ExpertDistributionRequest(Message, frozen=True):
     """Start (clearing the counts) or stop counting the tokens routed to each MoE expert,
     or dump the counts: the answer's payload ``csv``."""
 
@@ -87,7 +92,7 @@ class ExpertDistributionRequest(Message):
 # ---------------------------------------------------------------- scheduler → detokenizer
 
 
-class TokenOutputs(Message):
+class TokenOutputs(Message, frozen=True):
     """New tokens of several requests from one scheduler step (parallel lists)."""
 
     rids: list[str]
@@ -102,14 +107,14 @@ class TokenOutputs(Message):
     stops: list[list[str]]  # stop strings to trim from the final text ([] when no_stop_trim)
 
 
-class RequestError(Message):
+class RequestError(Message, frozen=True):
     """A request the scheduler refused (bad input it could only check with the model)."""
 
     rid: str
     message: str
 
 
-class ForwardOnlyOutput(Message):
+class ForwardOnlyOutput(Message, frozen=True):
     """Per prompt of an EmbedRequest its vector, of a ScoreRequest its label logprobs, of a
     ClassifyRequest its logits."""
 
@@ -118,7 +123,7 @@ class ForwardOnlyOutput(Message):
     prompt_tokens: int
 
 
-class ControlResponse(Message):
+class ControlResponse(Message, frozen=True):
     """The answer to a flush / update-weights / server-info / expert-distribution request."""
 
     request_id: str
@@ -130,7 +135,7 @@ class ControlResponse(Message):
 # ---------------------------------------------------------------- detokenizer → tokenizer
 
 
-class TextOutputs(Message):
+class TextOutputs(Message, frozen=True):
     """Incremental text per request; ``texts[i]`` is new text since the last message."""
 
     rids: list[str]

@@ -150,7 +150,8 @@ class LlamaFamilyForCausalLM(nn.Module):
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.lm_head = (
+        # NOTE: pack_for_cpu swaps the head (the tied one included) for a PackedLinear.
+        self.lm_head: nn.Linear | PackedLinear | None = (
             None if config.tie_word_embeddings else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         )
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from torch import nn
+    from engine.models.llama import LlamaFamilyForCausalLM
 
 # NOTE: one decoder implementation covers the whole Llama family; the differences
 # (q/k/v bias, per-head q/k norm) are read from ModelConfig.
@@ -52,7 +52,7 @@ def supported_architecture(architectures: Sequence[str]) -> str:
     raise UnsupportedModelError(f"unsupported architecture ({named}); supported: {supported}")
 
 
-def model_class(architecture: str) -> type[nn.Module]:
+def model_class(architecture: str) -> type[LlamaFamilyForCausalLM]:
     from engine.models.llama import LlamaFamilyForCausalLM
 
     supported_architecture([architecture])

@@ -64,7 +64,8 @@ class CudaGraphRunner:
         self.seq_lens = torch.ones(max_bs, dtype=torch.int64, device=device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
-        self._pool: tuple[int, int] | None = None
+        # NOTE: torch's own name for a graph memory pool handle; annotations are never evaluated.
+        self._pool: torch.cuda._POOL_HANDLE | None = None
         # NOTE: largest first, so smaller graphs reuse the memory pool the largest reserved.
         for bs in reversed(self.batch_sizes):
             self._capture(bs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -19,6 +20,9 @@ from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
 from engine.runtime.forward_batch import ForwardBatch
 from engine.runtime.host_malloc import keep_freed_memory
+
+if TYPE_CHECKING:
+    from engine.models.llama import LlamaFamilyForCausalLM
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +124,7 @@ class ModelRunner:
             raise ValueError(f"context_length {wanted} exceeds what the model supports ({limit})")
         return wanted
 
-    def _build_model(self, weights_path: str) -> torch.nn.Module:
+    def _build_model(self, weights_path: str) -> LlamaFamilyForCausalLM:
         mc = self.model_config
         rotary = RotaryEmbedding(mc.rope, mc.head_dim, self.context_length + 1, self.device)
         with torch.device("meta"):

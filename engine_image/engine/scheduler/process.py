@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import sys
@@ -15,6 +16,7 @@ import zmq
 from transformers import AutoTokenizer
 
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
+from engine.detokenizer.decode_text import decode_text
 from engine.engine_config import EngineConfig
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 from engine.models.registry import CROSS_ENCODER_ARCHITECTURES, is_classifier, is_encoder
@@ -50,6 +52,7 @@ def run_scheduler_process(
         config_file = Path(config.model_path) / "config.json"
         # NOTE: a missing config.json is reported by the decoder path's own check.
         architectures = json.loads(config_file.read_text()).get("architectures") or [] if config_file.is_file() else []
+        server: SchedulerServer | EncoderServer
         if is_encoder(architectures):
             cross_encoder = any(arch in CROSS_ENCODER_ARCHITECTURES for arch in architectures)
             server, ready = _encoder_server(config, inbox, outbox, server_args, cross_encoder)
@@ -78,7 +81,7 @@ def _decoder_server(
         runner.model_config.vocab_size,
         sorted({*runner.model_config.eos_token_ids, *extra_eos}),
     )
-    scheduler = Scheduler(runner, tokenizer.decode, extra_eos, grammars)
+    scheduler = Scheduler(runner, functools.partial(decode_text, tokenizer), extra_eos, grammars)
     model = (
         DecoderClassifier(runner, scheduler.tree) if reward else DecoderForwardOnly(runner, scheduler.tree, config.is_embedding)
     )

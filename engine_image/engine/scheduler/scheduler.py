@@ -233,6 +233,7 @@ class Scheduler:
         out_cache_loc = self.kv.alloc_slots(len(tokens))
         offset = 0
         for req, n in zip(plan.reqs, plan.extend_lens):
+            assert req.req_pool_idx is not None, "a request in a batch holds a request row"
             self.runner.req_to_token_pool.write(req.req_pool_idx, req.kv_len, out_cache_loc[offset : offset + n])
             req.kv_len += n
             offset += n
@@ -271,6 +272,7 @@ class Scheduler:
         positions = [r.kv_len for r in reqs]
         table = self.runner.req_to_token_pool
         for i, req in enumerate(reqs):
+            assert req.req_pool_idx is not None, "a running request holds a request row"
             table.write(req.req_pool_idx, req.kv_len, out_cache_loc[i : i + 1])
             req.kv_len += 1
         batch = self._forward_batch(
