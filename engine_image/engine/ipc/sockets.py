@@ -5,9 +5,12 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import zmq
-import zmq.asyncio
+
+# NOTE: a sync context makes sync sockets, an asyncio one sockets whose send/recv are awaited.
+_SocketT = TypeVar("_SocketT", bound=zmq.Socket)
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,13 @@ class PortArgs:
         return Path(self.scheduler_input.removeprefix("ipc://")).parent
 
 
-def pull_socket(context: zmq.Context | zmq.asyncio.Context, endpoint: str) -> zmq.Socket:
+def pull_socket(context: zmq.Context[_SocketT], endpoint: str) -> _SocketT:
     socket = context.socket(zmq.PULL)
     socket.bind(endpoint)
     return socket
 
 
-def push_socket(context: zmq.Context | zmq.asyncio.Context, endpoint: str) -> zmq.Socket:
+def push_socket(context: zmq.Context[_SocketT], endpoint: str) -> _SocketT:
     socket = context.socket(zmq.PUSH)
     socket.setsockopt(zmq.LINGER, 0)
     socket.connect(endpoint)
