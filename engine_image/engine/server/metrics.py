@@ -17,6 +17,7 @@ collide.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -190,9 +191,11 @@ class HttpMetricsMiddleware:
 
         try:
             await self.app(scope, receive, send_counting)
-        except BaseException:
+        except BaseException as exc:
             if not status:
-                self.metrics.count_request(scope["method"], self._route(scope), 500)
+                # NOTE: cancelled = the client left before the answer (nginx's 499).
+                code = 499 if isinstance(exc, asyncio.CancelledError) else 500
+                self.metrics.count_request(scope["method"], self._route(scope), code)
             raise
 
     def _route(self, scope: Scope) -> str:

@@ -1,7 +1,8 @@
-"""CORS, the ``--api-key`` check and the request counter, as ASGI middleware.
+"""The client-disconnect watch, CORS, the ``--api-key`` check and the request counter.
 
-Order, outermost first: CORS (so preflights are answered and 401s carry CORS headers),
-the metrics request counter (so 401s are counted), the API-key check, then the routes.
+Order, outermost first: the disconnect watch (a client that leaves cancels whatever runs
+for it), CORS (so preflights are answered and 401s carry CORS headers), the metrics request
+counter (so 401s are counted), the API-key check, then the routes.
 All are pure ASGI: Starlette's ``BaseHTTPMiddleware`` would buffer streamed responses.
 """
 
@@ -15,6 +16,7 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from engine.server.disconnect import ClientDisconnectMiddleware
 from engine.server.metrics import EngineMetrics, HttpMetricsMiddleware
 
 # NOTE: probes (load balancers, SageMaker, Kubernetes) carry no key.
@@ -109,3 +111,4 @@ def install_middleware(
         allow_headers=["*"],
         allow_credentials=True,
     )
+    app.add_middleware(ClientDisconnectMiddleware)

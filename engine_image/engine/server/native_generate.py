@@ -7,7 +7,6 @@ from contextlib import aclosing
 from typing import Any
 
 import orjson
-from fastapi import Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -95,7 +94,7 @@ def sampling_params_for(ctx: ServerContext, raw: dict[str, Any] | None) -> tuple
     return merged, params.n
 
 
-async def generate(ctx: ServerContext, body: GenerateBody, request: Request) -> Any:
+async def generate(ctx: ServerContext, body: GenerateBody) -> Any:
     prompts, batched = prompt_ids(ctx, body)
     raw_params = body.sampling_params
     if isinstance(raw_params, list):
@@ -120,7 +119,7 @@ async def generate(ctx: ServerContext, body: GenerateBody, request: Request) -> 
     if body.stream:
         return StreamingResponse(_sse(ctx, states, batched, body.return_logprob), media_type="text/event-stream")
     for state in states:
-        await tm.wait(state, request.is_disconnected)
+        await tm.wait(state)
     errors = [s.error for s in states if s.error]
     if errors:
         await tm.release(states)

@@ -69,8 +69,8 @@ def cloud_router(ctx: ServerContext) -> APIRouter:
         data = await _json_object(request)
         if "messages" in data:
             body = await parse_json_body(request, ChatCompletionRequest)
-            return await create_chat_completion(ctx, body, request)
-        return await generate(ctx, await parse_json_body(request, GenerateBody), request)
+            return await create_chat_completion(ctx, body)
+        return await generate(ctx, await parse_json_body(request, GenerateBody))
 
     # ---------------------------------------------------------------- Vertex AI
 
@@ -85,7 +85,7 @@ def cloud_router(ctx: ServerContext) -> APIRouter:
         bodies = [_instance_body(i, instance, parameters) for i, instance in enumerate(instances)]
         # NOTE: all submitted together, so the scheduler batches them.
         results = await asyncio.gather(
-            *(generate(ctx, body, request) for body in bodies), return_exceptions=True
+            *(generate(ctx, body) for body in bodies), return_exceptions=True
         )
         for result in results:
             if isinstance(result, BaseException):

@@ -56,7 +56,7 @@ def native_router(ctx: ServerContext) -> APIRouter:
 
     @router.api_route("/generate", methods=["POST", "PUT"])
     async def generate_route(request: Request) -> Any:
-        return await generate(ctx, await parse_json_body(request, GenerateBody), request)
+        return await generate(ctx, await parse_json_body(request, GenerateBody))
 
     @router.get("/health")
     async def health() -> Response:

@@ -178,20 +178,19 @@ class TokenizerManager:
         """Forgets finished requests and aborts the others."""
         for state in states:
             if not state.finished:
+                logger.info("aborting unfinished request %s", state.rid)
                 await self.abort(state.rid)
             self.states.pop(state.rid, None)
 
-    async def wait(self, state: RequestState, is_disconnected: Callable[[], Any]) -> RequestState:
-        """Waits for the whole output; aborts if ``await is_disconnected()`` turns true meanwhile."""
+    async def wait(self, state: RequestState) -> RequestState:
+        """Waits for the whole output; aborts the request if cancelled meanwhile.
+
+        NOTE: a client that leaves cancels its handler (``ClientDisconnectMiddleware``), so
+        there is nothing to poll here.
+        """
         try:
             while not state.finished:
-                try:
-                    await asyncio.wait_for(state.event.wait(), timeout=1.0)
-                except TimeoutError:
-                    if await is_disconnected():
-                        logger.info("client disconnected; aborting request %s", state.rid)
-                        return state
-                    continue
+                await state.event.wait()
                 state.event.clear()
             return state
         finally:

@@ -19,9 +19,7 @@ def anthropic_router(ctx: ServerContext) -> APIRouter:
     @router.post("/v1/messages")
     async def messages(request: Request) -> Response:
         try:
-            return await create_message(
-                ctx, await parse_json_body(request, MessagesRequest), request
-            )
+            return await create_message(ctx, await parse_json_body(request, MessagesRequest))
         except ApiError as err:
             return error_response(err)
 

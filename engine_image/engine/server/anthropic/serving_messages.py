@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 import orjson
-from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from engine.server.anthropic.chat_translation import (
@@ -78,7 +77,7 @@ def stop_reason(state: RequestState) -> tuple[StopReason, str | None]:
     raise ApiError(500, "the request was aborted before it finished", type_="api_error")
 
 
-async def create_message(ctx: ServerContext, body: MessagesRequest, request: Request) -> Response:
+async def create_message(ctx: ServerContext, body: MessagesRequest) -> Response:
     chat = chat_request(body)
     calling = tool_calling(
         chat.tools, chat.tool_choice, ctx.args.tool_call_parser, chat.parallel_tool_calls
@@ -96,7 +95,7 @@ async def create_message(ctx: ServerContext, body: MessagesRequest, request: Req
     if body.stream:
         stream = _stream(ctx, state, parser, message_id, body.model)
         return StreamingResponse(stream, media_type="text/event-stream")
-    await tm.wait(state, request.is_disconnected)
+    await tm.wait(state)
     reason, sequence = stop_reason(state)
     content = _blocks(state.text, parser)
     if reason == "end_turn" and any(isinstance(block, ToolUseBlock) for block in content):

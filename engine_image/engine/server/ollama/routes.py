@@ -101,10 +101,10 @@ def ollama_router(ctx: ServerContext) -> APIRouter:
 
     @router.post("/api/chat")
     async def chat_route(request: Request) -> Response:
-        return await chat(ctx, await parse_body(request, ChatRequest), request)
+        return await chat(ctx, await parse_body(request, ChatRequest))
 
     @router.post("/api/generate")
     async def generate_route(request: Request) -> Response:
-        return await generate(ctx, await parse_body(request, GenerateRequest), request)
+        return await generate(ctx, await parse_body(request, GenerateRequest))
 
     return router

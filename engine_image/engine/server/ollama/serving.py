@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from typing import Any
 
 import msgspec
 import orjson
-from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from engine.server.context import ServerContext
@@ -19,9 +17,6 @@ from engine.server.native_generate import check_prompt, sampling_params_for
 from engine.server.ollama.protocol import Done, Options, encode_json, ndjson_line
 from engine.server.openai.sampling import JSON_OBJECT_SCHEMA
 from engine.server.tokenizer_manager import RequestState
-
-# NOTE: how often a non-streamed request checks whether its client is still there.
-DISCONNECT_POLL_S = 1.0
 
 # NOTE: Ollama option name → the engine's sampling parameter name, copied when set.
 _OPTION_NAMES = {
@@ -142,25 +137,12 @@ class Generation:
         )
 
 
-async def respond(
-    generation: Generation, stream: bool, render: Render, request: Request
-) -> Response:
+async def respond(generation: Generation, stream: bool, render: Render) -> Response:
     if stream:
         return StreamingResponse(_ndjson(generation, render), media_type="application/x-ndjson")
-    collecting = asyncio.ensure_future(_whole_text(generation))
-    try:
-        while not (await asyncio.wait({collecting}, timeout=DISCONNECT_POLL_S))[0]:
-            if await request.is_disconnected():
-                raise ApiError(499, "the client disconnected")
-    finally:
-        # NOTE: the client left, or this handler was cancelled: abort the request in the scheduler.
-        if not collecting.done():
-            collecting.cancel()
-            with suppress(asyncio.CancelledError):
-                await collecting
-    return Response(
-        encode_json(render(collecting.result(), generation.done())), media_type="application/json"
-    )
+    # NOTE: a client that leaves cancels this handler; closing the deltas aborts the request.
+    text = await _whole_text(generation)
+    return Response(encode_json(render(text, generation.done())), media_type="application/json")
 
 
 async def _whole_text(generation: Generation) -> str:

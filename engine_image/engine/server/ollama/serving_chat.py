@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import orjson
-from fastapi import Request
 from fastapi.responses import Response
 
 from engine.server.context import ServerContext
@@ -69,7 +68,7 @@ def tool_call_render(model: str, parser: ChatOutputParser) -> Render:
     return render
 
 
-async def chat(ctx: ServerContext, body: ChatRequest, request: Request) -> Response:
+async def chat(ctx: ServerContext, body: ChatRequest) -> Response:
     started_ns = time.perf_counter_ns()
     check_model(ctx, body.model)
     refuse_unavailable(ctx, body.think)
@@ -99,4 +98,4 @@ async def chat(ctx: ServerContext, body: ChatRequest, request: Request) -> Respo
         if parser is None
         else tool_call_render(body.model, parser)
     )
-    return await respond(generation, body.stream, render, request)
+    return await respond(generation, body.stream, render)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from fastapi import Request
 from fastapi.responses import Response
 
 from engine.server.context import ServerContext
@@ -55,7 +54,7 @@ def prompt_ids(ctx: ServerContext, body: GenerateRequest) -> list[int]:
     )
 
 
-async def generate(ctx: ServerContext, body: GenerateRequest, request: Request) -> Response:
+async def generate(ctx: ServerContext, body: GenerateRequest) -> Response:
     started_ns = time.perf_counter_ns()
     check_model(ctx, body.model)
     _refuse_unavailable(ctx, body)
@@ -83,4 +82,4 @@ async def generate(ctx: ServerContext, body: GenerateRequest, request: Request) 
             **done_fields(done),
         )
 
-    return await respond(generation, body.stream, render, request)
+    return await respond(generation, body.stream, render)

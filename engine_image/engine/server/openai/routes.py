@@ -53,14 +53,14 @@ def openai_router(ctx: ServerContext) -> APIRouter:
 
     @router.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        return await create_chat_completion(ctx, await parse_json_body(request, ChatCompletionRequest), request)
+        return await create_chat_completion(ctx, await parse_json_body(request, ChatCompletionRequest))
 
     @router.post("/v1/completions")
     async def completions(request: Request) -> Response:
-        return await create_completion(ctx, await parse_json_body(request, CompletionRequest), request)
+        return await create_completion(ctx, await parse_json_body(request, CompletionRequest))
 
     @router.post("/v1/responses")
     async def responses(request: Request) -> Response:
-        return await create_response(ctx, await parse_json_body(request, ResponsesRequest), request)
+        return await create_response(ctx, await parse_json_body(request, ResponsesRequest))
 
     return router

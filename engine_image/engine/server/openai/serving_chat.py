@@ -7,7 +7,6 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from engine.server.context import ServerContext
@@ -53,9 +52,7 @@ def usage_of(states: list[RequestState], prompt_tokens: int) -> Usage:
     )
 
 
-async def create_chat_completion(
-    ctx: ServerContext, body: ChatCompletionRequest, request: Request
-) -> Response:
+async def create_chat_completion(ctx: ServerContext, body: ChatCompletionRequest) -> Response:
     calling = tool_calling(
         body.tools, body.tool_choice, ctx.args.tool_call_parser, body.parallel_tool_calls
     )
@@ -86,7 +83,7 @@ async def create_chat_completion(
         )
         return StreamingResponse(stream, media_type="text/event-stream")
     for state in states:
-        await tm.wait(state, request.is_disconnected)
+        await tm.wait(state)
     errors = [s.error for s in states if s.error]
     if errors:
         raise ApiError(400, errors[0])

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from engine.server.context import ServerContext
@@ -51,7 +50,7 @@ def _prompts(
     return prompts
 
 
-async def create_completion(ctx: ServerContext, body: CompletionRequest, request: Request) -> Response:
+async def create_completion(ctx: ServerContext, body: CompletionRequest) -> Response:
     if body.suffix:
         raise bad_request("suffix is not supported", param="suffix")
     prompts = _prompts(ctx, body.prompt, body.max_tokens)
@@ -76,7 +75,7 @@ async def create_completion(ctx: ServerContext, body: CompletionRequest, request
             media_type="text/event-stream",
         )
     for state in states:
-        await tm.wait(state, request.is_disconnected)
+        await tm.wait(state)
     errors = [s.error for s in states if s.error]
     if errors:
         raise ApiError(400, errors[0])

@@ -22,7 +22,6 @@ from contextlib import aclosing
 from typing import Any, Literal
 
 import msgspec
-from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -274,7 +273,7 @@ def _final_status(state: RequestState) -> tuple[str, IncompleteDetails | None]:
 # ---------------------------------------------------------------- handler
 
 
-async def create_response(ctx: ServerContext, body: ResponsesRequest, request: Request) -> Response:
+async def create_response(ctx: ServerContext, body: ResponsesRequest) -> Response:
     _refuse_unavailable(body)
     ids = chat_prompt_ids(ctx.tokenizer, chat_messages(body))
     raw: dict[str, Any] = {
@@ -311,7 +310,7 @@ async def create_response(ctx: ServerContext, body: ResponsesRequest, request: R
         return StreamingResponse(
             _stream(ctx, state, message_id, response), media_type="text/event-stream"
         )
-    await tm.wait(state, request.is_disconnected)
+    await tm.wait(state)
     if state.error:
         raise ApiError(400, state.error)
     status, incomplete = _final_status(state)
