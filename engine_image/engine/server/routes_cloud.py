@@ -87,10 +87,12 @@ def cloud_router(ctx: ServerContext) -> APIRouter:
         results = await asyncio.gather(
             *(generate(ctx, body) for body in bodies), return_exceptions=True
         )
+        predictions = []
         for result in results:
             if isinstance(result, BaseException):
                 raise result
-        return json_response({"predictions": [orjson.loads(r.body) for r in results]})
+            predictions.append(orjson.loads(result.body))
+        return json_response({"predictions": predictions})
 
     router.add_api_route(vertex_predict_route(), vertex_predict, methods=["POST"])
     health_route = vertex_health_route()

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
+from engine.detokenizer.decode_text import decode_text
 from engine.ipc.messages import FlushCacheRequest, ServerInfoRequest, UpdateWeightsRequest
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request, json_response, parse_json_body
@@ -163,7 +164,7 @@ def native_router(ctx: ServerContext) -> APIRouter:
         vocab = len(ctx.tokenizer)
         if any(not 0 <= t < vocab for t in body.tokens):
             raise bad_request(f"tokens must be ids in [0, {vocab})", param="tokens")
-        text = ctx.tokenizer.decode(body.tokens, skip_special_tokens=body.skip_special_tokens)
+        text = decode_text(ctx.tokenizer, body.tokens, body.skip_special_tokens)
         return json_response({"text": text})
 
     @router.post("/abort_request")
@@ -173,7 +174,7 @@ def native_router(ctx: ServerContext) -> APIRouter:
             raise bad_request("give rid or abort_all: true")
         if body.abort_all:
             await tm.abort(abort_all=True)
-        else:
+        elif body.rid:
             for rid in [r for r in tm.states if r == body.rid or r.startswith(f"{body.rid}-")] or [body.rid]:
                 await tm.abort(rid)
         return json_response({"success": True})

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -138,7 +138,7 @@ class TokenizerManager:
         await self._send(GenerateRequest(rids, input_ids, params, return_logprob, top_logprobs_num))
         return states
 
-    async def updates(self, states: list[RequestState]) -> AsyncIterator[RequestState]:
+    async def updates(self, states: list[RequestState]) -> AsyncGenerator[RequestState, None]:
         """Yields a request's state each time new output arrived, until all finished.
 
         If the consumer stops early (client gone, task cancelled), the unfinished requests
@@ -162,7 +162,7 @@ class TokenizerManager:
         finally:
             await self.release(states)
 
-    async def deltas(self, states: list[RequestState]) -> AsyncIterator[OutputDelta]:
+    async def deltas(self, states: list[RequestState]) -> AsyncGenerator[OutputDelta, None]:
         """Like ``updates``, but yields only what is new for each request."""
         sent_chars = [0] * len(states)
         sent_tokens = [0] * len(states)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -107,7 +107,7 @@ class Generation:
         self.first_output_ns: int | None = None
         self.state: RequestState | None = None
 
-    async def deltas(self) -> AsyncIterator[str]:
+    async def deltas(self) -> AsyncGenerator[str, None]:
         states = await self.tm.submit(self.ids, self.params, 1, False, 0)
         self.state = states[0]
         sent = 0

@@ -52,7 +52,8 @@ def _template_call(call: ToolCallMessage) -> dict[str, Any]:
 
     NOTE: templates write ``arguments | tojson``; a string would be encoded twice.
     """
-    arguments = call.function.arguments
+    # NOTE: object, not the field's type: the parsed JSON may be anything until checked below.
+    arguments: object = call.function.arguments
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from transformers import PreTrainedTokenizerBase
 
+from engine.detokenizer.decode_text import decode_text
 from engine.server.openai.protocol import (
     ChoiceLogprobs,
     CompletionLogprobs,
@@ -13,7 +14,7 @@ from engine.server.openai.protocol import (
 
 
 def _token(tokenizer: PreTrainedTokenizerBase, token_id: int) -> tuple[str, list[int]]:
-    text = tokenizer.decode([token_id])
+    text = decode_text(tokenizer, [token_id])
     return text, list(text.encode("utf-8"))
 
 

@@ -54,14 +54,14 @@ def grammar_params(request: SamplingFields) -> dict[str, str]:
         params["regex"] = request.regex
     if request.ebnf is not None:
         params["ebnf"] = request.ebnf
-    schema = _response_format_schema(request.response_format)
-    if schema is not None:
+    format_schema = _response_format_schema(request.response_format)
+    if format_schema is not None:
         if params:
             given = next(iter(params))
             raise bad_request(
                 f"response_format and {given} are mutually exclusive", param="response_format"
             )
-        params["json_schema"] = schema
+        params["json_schema"] = format_schema
     return params
 
 

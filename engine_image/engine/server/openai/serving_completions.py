@@ -9,6 +9,7 @@ from contextlib import aclosing
 
 from fastapi.responses import Response, StreamingResponse
 
+from engine.detokenizer.decode_text import decode_text
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request
 from engine.server.native_generate import check_prompt, sampling_params_for
@@ -81,7 +82,7 @@ async def create_completion(ctx: ServerContext, body: CompletionRequest) -> Resp
         raise ApiError(400, errors[0])
     choices = []
     for i, (state, ids) in enumerate(zip(states, prompt_of)):
-        echo = ctx.tokenizer.decode(ids) if body.echo else ""
+        echo = decode_text(ctx.tokenizer, ids) if body.echo else ""
         choices.append(
             CompletionChoice(
                 index=i,
@@ -137,7 +138,7 @@ async def _stream(
 
     if body.echo:
         for i, ids in enumerate(prompt_of):
-            yield chunk([CompletionChoice(index=i, text=ctx.tokenizer.decode(ids))])
+            yield chunk([CompletionChoice(index=i, text=decode_text(ctx.tokenizer, ids))])
     async with aclosing(ctx.tokenizer_manager.deltas(states)) as deltas:
         async for delta in deltas:
             state = delta.state
