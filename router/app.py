@@ -35,6 +35,11 @@ from router.upstream import UpstreamPool
 
 logger = logging.getLogger(__name__)
 
+# NOTE (issue 22): longer than the idle expiry of the clients' pools (httpx and the openai
+# SDK: 5 s, uvicorn's default too), so an idle connection is always closed by the client;
+# when the server closes it, a request sent on it that moment is reset (httpx.ReadError).
+KEEP_ALIVE_S = 75
+
 
 class FrontDoor:
     """The ASGI app uvicorn runs: dispatched POSTs straight to `Dispatch`, the rest to FastAPI.
@@ -125,6 +130,7 @@ def serve(config: RouterConfig, log_level: str = "info") -> None:
             log_level=log_level,
             access_log=False,
             timeout_graceful_shutdown=5,
+            timeout_keep_alive=KEEP_ALIVE_S,
             http="httptools",
             # NOTE: the router reads no client addresses; X-Forwarded-* parsing per request is waste.
             proxy_headers=False,

@@ -72,6 +72,7 @@ class _Connection(asyncio.Protocol):
         self.complete = False
         self.reusable = False
         self._until_close = False
+        self.received_any = False
         self.error: UpstreamError | None = None
 
     def send(self, data: bytes) -> None:
@@ -114,6 +115,7 @@ class _Connection(asyncio.Protocol):
         if not self.busy:  # NOTE: bytes on an idle connection: it is out of step, drop it
             self.close()
             return
+        self.received_any = True
         try:
             self._parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
@@ -210,7 +212,6 @@ class UpstreamPool:
     ) -> UpstreamResponse:
         """Send a POST and wait for the response's head. Raises ConnectFailed or UpstreamError."""
         origin = origin_of(base_url)
-        conn = self._idle_connection(origin) or await self._connect(origin)
         head = [
             b"POST ",
             origin.prefix,
@@ -222,7 +223,23 @@ class UpstreamPool:
         for name, value in headers:
             head += (name, b": ", value, b"\r\n")
         head += (b"content-length: ", str(len(body)).encode(), b"\r\n\r\n", body)
-        conn.send(b"".join(head))
+        request = b"".join(head)
+        idle = self._idle_connection(origin)
+        if idle is not None:
+            try:
+                return await self._exchange(origin, idle, request)
+            except UpstreamError:
+                # NOTE (issue 22): a kept-alive connection the upstream closed (its keep-alive
+                # timeout) just as this request went out: not a byte came back, the upstream
+                # never read it, so it goes again on a fresh connection; once.
+                if idle.received_any:
+                    raise
+        return await self._exchange(origin, await self._connect(origin), request)
+
+    async def _exchange(
+        self, origin: Origin, conn: _Connection, request: bytes
+    ) -> UpstreamResponse:
+        conn.send(request)
         try:
             while not conn.headers_done:
                 if conn.error is not None:

@@ -16,6 +16,12 @@ from engine.server.server_args import ServerArgs, parse_server_args
 logger = logging.getLogger("engine")
 
 START_TIMEOUT_S = 1800.0
+# NOTE (issue 22): uvicorn's default keep-alive timeout, 5 s, is also the idle expiry of
+# httpx's pool (so of the openai SDK's): a client that reuses a connection as the server's
+# timer closes it gets a reset (httpx.ReadError) for a request the server never read. A
+# server that outwaits every common client pool (httpx, Node: 5 s; aiohttp: 15 s) leaves
+# the close to the client, which cannot race itself. nginx's default.
+KEEP_ALIVE_S = 75
 
 
 def _fail(message: str) -> None:
@@ -97,6 +103,7 @@ def serve(args: ServerArgs) -> None:
             loop="uvloop",
             log_level="warning" if args.log_level == "info" else args.log_level,
             timeout_graceful_shutdown=5,
+            timeout_keep_alive=KEEP_ALIVE_S,
         )
     finally:
         supervisor.stop()
