@@ -27,6 +27,7 @@ from router.errors import (
     validation_error_handler,
 )
 from router.health import HealthMonitor
+from router.loader import ModelLoader
 from router.metrics import RouterMetrics
 from router.ollama_routes import OllamaRoutes
 from router.proxy import Proxy
@@ -60,9 +61,21 @@ class FrontDoor:
             await self._api(scope, receive, send)
 
 
-def create_app(config: RouterConfig) -> ASGIApp:
+def create_app(
+    config: RouterConfig, loader: ModelLoader | None = None, *, registry: Registry | None = None
+) -> ASGIApp:
+    """The router's ASGI app.
+
+    With a `loader`, requests for models in its catalog that no backend serves are held while
+    it loads them (router/on_demand.py). NOTE: the owner of engines makes the `Registry`,
+    builds its loader on it (the loader registers the engines it starts there) and passes both;
+    the app's lifespan runs `loader.start()` after the health monitor and `loader.stop()` first
+    on shutdown.
+    """
+    if loader is not None and registry is None:
+        raise ValueError("a loader needs the Registry it registers its engines in")
     token = load_or_create_token(config.token_path())
-    registry = Registry()
+    registry = registry if registry is not None else Registry()
     metrics = RouterMetrics()
     pool = UpstreamPool(config.connect_timeout_s)
     monitor = HealthMonitor(registry, config.health_interval_s, config.health_timeout_s)
@@ -72,9 +85,13 @@ def create_app(config: RouterConfig) -> ASGIApp:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await monitor.start()
+        if loader is not None:
+            await loader.start()
         try:
             yield
         finally:
+            if loader is not None:
+                await loader.stop()
             registry.close()
             await monitor.stop()
             pool.close()
@@ -114,9 +131,16 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(config: RouterConfig, log_level: str = "info") -> None:
-    """Run the router until SIGINT/SIGTERM, on its port and, if set, the Ollama port too."""
-    app = create_app(config)
+def serve(
+    config: RouterConfig,
+    log_level: str = "info",
+    loader: ModelLoader | None = None,
+    *,
+    registry: Registry | None = None,
+) -> None:
+    """Run the router until SIGINT/SIGTERM, on its port and, if set, the Ollama port too;
+    `loader` and `registry` as in `create_app`."""
+    app = create_app(config, loader, registry=registry)
     logger.info("admin token file: %s", config.token_path())
     # NOTE: one server on both sockets, so both ports share one registry and one lifespan.
     ports = [config.port, *([config.ollama_port] if config.ollama_port else [])]

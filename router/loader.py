@@ -42,6 +42,12 @@ class LoadFailed(Exception):
 
 
 class ModelLoader(ABC):
+    async def start(self) -> None:
+        """Called in the router's event loop before it serves (start timers, watchers)."""
+
+    async def stop(self) -> None:
+        """Called on the router's shutdown, before the registry closes."""
+
     @abstractmethod
     def catalog(self) -> list[CatalogEntry]:
         """Every model the loader can serve, loaded or not."""
