@@ -48,6 +48,9 @@ class RouterDaemon:
     host: str
     port: int
     token_file: Path
+    # NOTE: the module run as `python -m MODULE` with the router's flags: the manager runs its
+    # supervisor (the router with an on-demand loader) in place of the bare router.
+    module: str = "router"
 
     @property
     def record_path(self) -> Path:
@@ -77,7 +80,7 @@ class RouterDaemon:
             return current
         self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         command = [
-            sys.executable, "-m", "router", "--host", self.host, "--port", str(self.port),
+            sys.executable, "-m", self.module, "--host", self.host, "--port", str(self.port),
             "--admin-token-file", str(self.token_file), "--log-level", "warning",
         ]
         with open(self.log_path, "ab") as log:
