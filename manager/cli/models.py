@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, NoReturn
 
 import typer
 from rich.table import Table
@@ -28,23 +29,64 @@ models_app = typer.Typer(
 
 @models_app.command("pull")
 def models_pull(
-    repo: Annotated[str, typer.Argument(help="Hugging Face repo id, e.g. org/name.")],
+    repo_or_dir: Annotated[
+        str,
+        typer.Argument(
+            metavar="REPO|DIR",
+            help="Hugging Face repo id, e.g. org/name; or a local model directory (with --name).",
+        ),
+    ],
+    name: Annotated[
+        str | None, typer.Option("--name", help="Import DIR under this repo id (org/name).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --name: replace a model of that name.")
+    ] = False,
     source: Annotated[
         SourceChoice, typer.Option(help="auto: bundled source if one exists, else hub.")
     ] = SourceChoice.AUTO,
 ) -> None:
-    """Download (or build from a bundled source) REPO into the model store."""
+    """Download (or build from a bundled source) REPO into the model store, or copy DIR in."""
+    if name is not None:
+        if source is not SourceChoice.AUTO:
+            _usage_error("--source does not apply to importing a directory with --name")
+        _import_dir(repo_or_dir, name, force)
+        return
     # NOTE: imported here: the hub client and the store's pydantic models cost start-up time
     # that every other command would pay.
+    from manager.models.local_import import names_a_directory
     from manager.models.pull import Source, pull_model
 
+    if names_a_directory(repo_or_dir):
+        _usage_error(f"to import the directory {repo_or_dir}, give --name org/name to store it as")
+    if force:
+        _usage_error("--force applies only to importing a directory with --name")
     with errors_as_one_line(), progress() as live:
-        result = pull_model(repo, source=Source(source.value), progress=live)
+        result = pull_model(repo_or_dir, source=Source(source.value), progress=live)
     model = result.model
     if result.already_present:
         typer.echo(f"{model.repo} already present at {model.path}")
     else:
         typer.echo(f"pulled {model.repo} to {model.path} ({_size(model.size_bytes)})")
+
+
+def _import_dir(directory: str, name: str, force: bool) -> None:
+    from manager.models.errors import InvalidRepoIdError
+    from manager.models.local_import import import_model_dir
+    from manager.models.store import RepoId
+
+    try:
+        repo = RepoId.parse(name)
+    except InvalidRepoIdError as exc:
+        _usage_error(f"--name: {exc.message}")
+    with errors_as_one_line(), progress() as live:
+        model = import_model_dir(Path(directory), repo, force=force, progress=live)
+    typer.echo(f"imported {directory} as {model.repo} to {model.path} ({_size(model.size_bytes)})")
+
+
+def _usage_error(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
 
 
 @models_app.command("list")
@@ -64,6 +106,7 @@ def models_list(
                 "size_bytes": m.size_bytes,
                 "source": m.metadata.source if m.metadata else None,
                 "sha256": m.metadata.sha256 if m.metadata else None,
+                "imported_from": m.metadata.imported_from if m.metadata else None,
                 "created": m.metadata.created.isoformat() if m.metadata else None,
             }
             for m in models

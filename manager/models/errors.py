@@ -37,3 +37,11 @@ class ConversionError(ModelError):
 
 class StoreError(ModelError):
     """The model store cannot be written, or holds something gomgr did not finish."""
+
+
+class InvalidModelDirError(ModelError):
+    """A local directory to import is not a model directory (no config.json, no weights)."""
+
+
+class ModelExistsError(ModelError):
+    """An import would replace a model already in the store (and was not told to)."""

@@ -23,12 +23,11 @@ from manager.models.bundled import (
 from manager.models.convert import convert_gguf
 from manager.models.errors import ModelNotFoundError
 from manager.models.hub import download_repo
+from manager.models.local_import import PATH_PREFIXES
 from manager.models.progress import Progress, SilentProgress
 from manager.models.store import ModelMetadata, ModelStore, RepoId, StoredModel
 
 logger = logging.getLogger(__name__)
-
-_PATH_PREFIXES = ("/", "./", "../", "~")  # a repo_or_path that starts so is a directory
 
 
 class Source(StrEnum):
@@ -75,7 +74,7 @@ def pull_model(
 
 def is_local(repo_or_path: str, store: ModelStore | None = None) -> bool:
     """Whether resolve_model finds `repo_or_path` without downloading: a path, or a stored repo."""
-    if repo_or_path.startswith(_PATH_PREFIXES):
+    if repo_or_path.startswith(PATH_PREFIXES):
         return True
     return (store or ModelStore.from_env()).get(RepoId.parse(repo_or_path)) is not None
 
@@ -84,7 +83,7 @@ def resolve_model(
     repo_or_path: str, store: ModelStore | None = None, progress: Progress | None = None
 ) -> Path:
     """A local model directory (given as a path) as is, else the store's copy of the repo."""
-    if repo_or_path.startswith(_PATH_PREFIXES):
+    if repo_or_path.startswith(PATH_PREFIXES):
         path = Path(repo_or_path).expanduser()
         if not (path / "config.json").is_file():
             raise ModelNotFoundError(f"{path} is not a model directory (no config.json)")

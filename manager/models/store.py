@@ -63,8 +63,9 @@ class ModelMetadata(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     repo: str
-    source: str  # "bundled:<package>==<version>" or "hub"
+    source: str  # "bundled:<package>==<version>", "hub" or "local"
     sha256: str | None = None  # of the bundled GGUF the weights were converted from
+    imported_from: str | None = None  # source "local": the directory it was copied from
     created: datetime
 
 
@@ -183,13 +184,28 @@ class ModelStore:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    def commit(self, repo: RepoId, model_dir: Path, metadata: ModelMetadata) -> StoredModel:
-        """Write the metadata into a finished `model_dir` and rename it into place."""
+    def commit(
+        self, repo: RepoId, model_dir: Path, metadata: ModelMetadata, *, replace: bool = False
+    ) -> StoredModel:
+        """Write the metadata into a finished `model_dir` and rename it into place.
+
+        `replace` moves a model already there aside first, next to `model_dir` (inside the
+        staging directory, which removes it); the repo is absent between the two renames.
+        """
         (model_dir / METADATA_FILE).write_text(metadata.model_dump_json(indent=2) + "\n")
         target = self.path_for(repo)
         self.ensure_dir(target.parent)
+        aside = model_dir.with_name(f"{model_dir.name}.replaced")
         try:
-            os.rename(model_dir, target)
+            if replace and target.is_dir():
+                os.rename(target, aside)
+            try:
+                os.rename(model_dir, target)
+            except OSError:
+                # NOTE: the old model goes back when the new one cannot take its place.
+                if aside.is_dir():
+                    os.rename(aside, target)
+                raise
         except OSError as exc:
             raise StoreError(
                 f"cannot move the new model into {target}: {exc.strerror or exc}"
