@@ -30,6 +30,7 @@ from router.health import HealthMonitor
 from router.loader import ModelLoader
 from router.metrics import RouterMetrics
 from router.ollama_routes import OllamaRoutes
+from router.on_demand import OnDemand
 from router.proxy import Proxy
 from router.registry import Registry
 from router.upstream import UpstreamPool
@@ -80,7 +81,13 @@ def create_app(
     pool = UpstreamPool(config.connect_timeout_s)
     monitor = HealthMonitor(registry, config.health_interval_s, config.health_timeout_s)
     api_keys = ApiKeys(config.api_keys)
-    dispatch = Dispatch(registry, Proxy(pool, registry, metrics), api_keys, config.max_body_bytes)
+    on_demand = (
+        OnDemand(loader, registry, config.max_held_per_model, config.loading_comment_s)
+        if loader is not None
+        else None
+    )
+    proxy = Proxy(pool, registry, metrics)
+    dispatch = Dispatch(registry, proxy, api_keys, config.max_body_bytes, on_demand)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -101,8 +108,8 @@ def create_app(
     )
     api.include_router(admin_router(token, registry, monitor))
     api.router.routes.extend(Route(path, dispatch, methods=["POST"]) for path in DISPATCHED)
-    api.router.routes.extend(ClientRoutes(registry, metrics, api_keys).routes())
-    api.router.routes.extend(OllamaRoutes(registry, api_keys).routes())
+    api.router.routes.extend(ClientRoutes(registry, metrics, api_keys, loader).routes())
+    api.router.routes.extend(OllamaRoutes(registry, api_keys, loader).routes())
     api.add_exception_handler(RouterError, router_error_handler)
     api.add_exception_handler(HTTPException, http_error_handler)
     api.add_exception_handler(RequestValidationError, validation_error_handler)

@@ -11,20 +11,29 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from router.api_keys import ApiKeys
-from router.backend import Backend
+from router.catalog_listing import Listed, listing
 from router.errors import model_not_found
+from router.loader import ModelLoader
 from router.metrics import RouterMetrics
 from router.ollama_routes import ollama_model_fields
 from router.registry import Registry
 
 OLLAMA_API_VERSION = "0.6.4"  # NOTE: the Ollama release the engine's Ollama routes follow
+CATALOG_OWNER = "gomgr"  # NOTE: owned_by of a catalog model no backend serves yet
 
 
 class ClientRoutes:
-    def __init__(self, registry: Registry, metrics: RouterMetrics, api_keys: ApiKeys) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        metrics: RouterMetrics,
+        api_keys: ApiKeys,
+        loader: ModelLoader | None = None,
+    ) -> None:
         self._registry = registry
         self._metrics = metrics
         self._api_keys = api_keys
+        self._loader = loader
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -44,20 +53,38 @@ class ClientRoutes:
 
     async def _models(self, request: Request) -> Response:
         self._check_key(request)
-        data = [_model_card(b) for b in self._registry.listed()]
+        data = [self._model_card(item) for item in listing(self._registry, self._loader)]
         return _json({"object": "list", "data": data})
 
     async def _model(self, request: Request) -> Response:
         self._check_key(request)
         model_id = request.path_params["model_id"]
-        for backend in self._registry.listed():
-            if model_id in backend.names():
-                return _json(_model_card(backend))
-        raise model_not_found(model_id, [b.model for b in self._registry.listed()])
+        shown = listing(self._registry, self._loader)
+        for item in shown:
+            if model_id in item.names():
+                return _json(self._model_card(item))
+        raise model_not_found(model_id, [item.name for item in shown])
 
     async def _tags(self, request: Request) -> Response:
         self._check_key(request)
-        return _json({"models": [_ollama_tag(b) for b in self._registry.listed()]})
+        return _json({"models": [_ollama_tag(item) for item in listing(self._registry, self._loader)]})
+
+    def _model_card(self, item: Listed) -> dict[str, Any]:
+        backend = item.backend
+        card: dict[str, Any] = {
+            "id": item.name,
+            "object": "model",
+            "created": item.created() if backend is None else backend.created,
+            "owned_by": (backend.owned_by or backend.kind.value) if backend else CATALOG_OWNER,
+        }
+        if backend is not None and backend.max_model_len is not None:
+            card["max_model_len"] = backend.max_model_len
+        if backend is not None and backend.capabilities:
+            card["capabilities"] = list(backend.capabilities)  # NOTE: an extension, as max_model_len
+        if self._loader is not None:
+            # NOTE: llama.cpp's router-mode shape, which Open WebUI reads to show loaded models.
+            card["status"] = {"value": item.state().value}
+        return card
 
     async def _version(self, _request: Request) -> Response:
         return _json({"version": OLLAMA_API_VERSION})
@@ -73,21 +100,7 @@ def _json(data: object) -> Response:
     return Response(orjson.dumps(data), media_type="application/json")
 
 
-def _model_card(backend: Backend) -> dict[str, Any]:
-    card: dict[str, Any] = {
-        "id": backend.model,
-        "object": "model",
-        "created": backend.created,
-        "owned_by": backend.owned_by or backend.kind.value,
-    }
-    if backend.max_model_len is not None:
-        card["max_model_len"] = backend.max_model_len
-    if backend.capabilities:
-        card["capabilities"] = list(backend.capabilities)  # NOTE: an extension, as max_model_len
-    return card
-
-
-def _ollama_tag(backend: Backend) -> dict[str, Any]:
+def _ollama_tag(item: Listed) -> dict[str, Any]:
     """Ollama's /api/tags entry."""
-    modified = datetime.fromtimestamp(backend.created, UTC).isoformat().replace("+00:00", "Z")
-    return {**ollama_model_fields(backend), "modified_at": modified}
+    modified = datetime.fromtimestamp(item.created(), UTC).isoformat().replace("+00:00", "Z")
+    return {**ollama_model_fields(item.name, item.size()), "modified_at": modified}

@@ -25,6 +25,10 @@ class RouterConfig:
     health_interval_s: float = 0.5
     health_timeout_s: float = 2.0
     connect_timeout_s: float = 5.0
+    # NOTE (issue 23): with a loader, requests held while their model loads: per model at
+    # most this many (429 beyond), streamed ones kept alive by an SSE comment this often.
+    max_held_per_model: int = 64
+    loading_comment_s: float = 2.0
 
     def token_path(self) -> Path:
         if self.admin_token_file is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -11,7 +12,12 @@ from starlette.types import Receive, Scope, Send
 from router.api_keys import ApiKeys
 from router.backend import BackendKind
 from router.disconnect import until_disconnect
-from router.errors import RouterError
+from router.early_head import EarlyHead, streams_sse
+from router.errors import RouterError, model_not_found
+from router.keep_alive import KEEP_ALIVE_FIELD, parse_keep_alive
+from router.loader import CatalogEntry
+from router.ollama_load import is_load_only, load_reply
+from router.on_demand import OnDemand
 from router.proxy import DROP_REQUEST, Proxy
 from router.registry import Registry
 
@@ -40,16 +46,26 @@ DISPATCHED: dict[str, frozenset[str] | None] = {
 MODEL_NOT_FORWARDED = frozenset({"/classify"})
 
 
+Exchange = Callable[[Send], Awaitable[None]]
+
+
 class Dispatch:
-    """POST on a `DISPATCHED` route: check the key, read and parse the body, proxy it."""
+    """POST on a `DISPATCHED` route: check the key, read and parse the body, proxy it; with
+    `on_demand`, a request for a catalog model no backend serves waits for it to load."""
 
     def __init__(
-        self, registry: Registry, proxy: Proxy, api_keys: ApiKeys, max_body_bytes: int
+        self,
+        registry: Registry,
+        proxy: Proxy,
+        api_keys: ApiKeys,
+        max_body_bytes: int,
+        on_demand: OnDemand | None = None,
     ) -> None:
         self._registry = registry
         self._proxy = proxy
         self._api_keys = api_keys
         self._max_body_bytes = max_body_bytes
+        self._on_demand = on_demand
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route: str = scope["path"]
@@ -67,21 +83,28 @@ class Dispatch:
             )
             raw = await self._read_body(receive, dropped.get(b"content-length", b""))
             payload = _parse(raw)
+            keep_alive = None
+            if KEEP_ALIVE_FIELD in payload:
+                # NOTE: the router's business, not the backend's (the engine's embedding and
+                # rerank routes refuse unknown fields): parsed here and not forwarded.
+                keep_alive = parse_keep_alive(payload.pop(KEEP_ALIVE_FIELD))
+                raw = orjson.dumps(payload)
+            entry = self._catalog_entry(payload["model"])
         except RouterError as exc:
             await self._proxy.send_error(send, route, exc)
             return
         except ClientDisconnect:
             return
-        model: str = payload["model"]
+        model: str = entry.name if entry is not None else payload["model"]
         if route in MODEL_NOT_FORWARDED:
             payload, raw = self._without_model(payload, model)
         kinds = DISPATCHED[route]
         query: bytes = scope["query_string"]
         target = route.encode() + (b"?" + query if query else b"")
 
-        async def exchange() -> None:
+        async def exchange(out: Send) -> None:
             await self._proxy.exchange(
-                send,
+                out,
                 route=route,
                 target=target,
                 headers=forwarded,
@@ -90,7 +113,58 @@ class Dispatch:
                 pick=lambda: self._registry.pick(model, kinds),
             )
 
-        await until_disconnect(receive, exchange)
+        if entry is None:
+            await until_disconnect(receive, lambda: exchange(send))
+            return
+
+        async def on_demand() -> None:
+            await self._on_demand_exchange(send, route, payload, entry, keep_alive, exchange)
+
+        await until_disconnect(receive, on_demand)
+
+    def _catalog_entry(self, model: str) -> CatalogEntry | None:
+        """The loader's entry for `model`; None without a loader or for a model only the
+        registry knows; a 404 for a name in neither."""
+        if self._on_demand is None:
+            return None
+        entry = self._on_demand.entry(model)
+        if entry is None and self._registry.served_name(model) is None:
+            raise model_not_found(model, self._on_demand.available())
+        return entry
+
+    async def _on_demand_exchange(
+        self,
+        send: Send,
+        route: str,
+        payload: dict[str, Any],
+        entry: CatalogEntry,
+        keep_alive: float | None,
+        exchange: Exchange,
+    ) -> None:
+        """Hold the request until `entry` is loaded, then proxy it, counted by the loader."""
+        assert self._on_demand is not None
+        on_demand = self._on_demand
+        load_only = is_load_only(route, payload)
+        out: Send = send
+        if not on_demand.loaded(entry) and not (load_only and keep_alive == 0):
+            early = EarlyHead(send, route, entry.name) if streams_sse(route, payload) else None
+            out = early or send
+            try:
+                await on_demand.hold(entry, early.comment if early else None)
+            except RouterError as exc:
+                await self._proxy.send_error(out, route, exc)
+                return
+        # NOTE: no await between the hold and request_started: the loader cannot unload the
+        # model in between, and never does while a request is in flight.
+        on_demand.loader.request_started(entry.name, keep_alive)
+        try:
+            if load_only:
+                reply = load_reply(route, payload["model"], unloaded=keep_alive == 0)
+                await self._proxy.send_own(out, route, reply)
+            else:
+                await exchange(out)
+        finally:
+            on_demand.loader.request_finished(entry.name)
 
     def _without_model(self, payload: dict[str, Any], model: str) -> tuple[dict[str, Any], bytes]:
         """The body to forward without `model`, and the payload the proxy reads.
