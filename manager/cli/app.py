@@ -11,6 +11,7 @@ from manager.cli import engines
 from manager.cli.apply import apply
 from manager.cli.models import models_app
 from manager.cli.router import router_app
+from manager.cli.serve import serve
 from manager.images.cli import image_app
 from manager.manifests.cli import manifests_app
 from manager.readiness.doctor import doctor_command
@@ -25,6 +26,7 @@ app = typer.Typer(
 for command in (engines.start, engines.stop, engines.restart, engines.ps, engines.logs, engines.tui):
     app.command()(command)
 app.command()(apply)
+app.command()(serve)
 app.command("doctor")(doctor_command)
 app.add_typer(models_app, name="models")
 app.add_typer(router_app, name="router")

@@ -129,7 +129,8 @@ def ps(as_json: JsonFlag = False) -> None:
     now = time.time()
     rows = [
         {**r.to_json(), "uptime_s": round(now - r.handle.started_at, 1),
-         "routed": None if found.routed is None else r.id in found.routed}
+         "routed": None if found.routed is None else r.id in found.routed,
+         "expires_at": _expires_at(r.labels)}
         for r in found.live
     ] + waiting_rows(paths, now)
     if as_json:
@@ -138,7 +139,9 @@ def ps(as_json: JsonFlag = False) -> None:
     if not rows:
         typer.echo("no engines running")
         return
-    table = Table("ID", "NAME", "STATE", "RUNTIME", "PORT", "PID", "UPTIME", "ROUTED", box=None)
+    table = Table(
+        "ID", "NAME", "STATE", "RUNTIME", "PORT", "PID", "UPTIME", "ROUTED", "EXPIRES", box=None
+    )
     for row in rows:
         routed = "?" if row["routed"] is None else ("yes" if row["routed"] else "no")
         state = str(row["state"])
@@ -148,8 +151,31 @@ def ps(as_json: JsonFlag = False) -> None:
         table.add_row(
             str(row["id"] or "-"), str(row["served_name"]), state, str(row["runtime"] or "-"),
             str(row["port"] or "-"), str(row["pid"] or "-"), uptime, routed,
+            "-" if row["id"] is None else _expires_cell(row.get("expires_at"), now),
         )
     print_table(table)
+
+
+def _expires_at(labels: dict[str, str]) -> float | str | None:
+    """When the supervisor unloads an engine it loaded on demand: unix seconds, or "never";
+    None for an engine started by hand (pinned)."""
+    # NOTE: the label names are manager/supervisor/engines.py's, spelled here so `gomgr ps`
+    # does not import the supervisor (and through it the router's settings).
+    if labels.get("gomgr.on_demand") != "1":
+        return None
+    value = labels.get("gomgr.expires_at")
+    if value is None or value == "never":
+        return value
+    return float(value)
+
+
+def _expires_cell(expires_at: object, now: float) -> str:
+    if expires_at is None:
+        return "pinned"
+    if not isinstance(expires_at, float):
+        return str(expires_at)
+    left = expires_at - now
+    return f"in {math.ceil(left)}s" if left > 0 else "due"
 
 
 def logs(

@@ -95,9 +95,18 @@ def router_status(
 
 @router_app.command("stop")
 def router_stop() -> None:
-    """Stop the background router that `gomgr start` or `gomgr router start` started."""
+    """Stop the background router that `gomgr start` or `gomgr router start` started, and the
+    engines it loaded on demand."""
     from manager.lifecycle.router_link import RouterLink
+    from manager.lifecycle.stop import stop_record
+    from manager.supervisor.engines import running_on_demand
 
-    link = RouterLink.from_paths(StatePaths.from_env())
+    paths = StatePaths.from_env()
+    link = RouterLink.from_paths(paths)
     stopped = link.daemon.stop()
+    # NOTE: the supervisor unloads its engines on its way out; these are the ones it left
+    # (killed before it could, or a load that finished during its shutdown).
+    with errors_as_one_line():
+        for record in running_on_demand(paths):
+            stop_record(record, paths, link)
     typer.echo(f"router at {link.url} stopped" if stopped else "no background router of gomgr runs")

@@ -17,6 +17,9 @@ ADMIN_TIMEOUT_S = 10.0
 # httpx's default (verify=True) loads certifi's CA bundle into a new SSL context on every call:
 # ~40 ms, a tenth of `gomgr ps`.
 VERIFY_TLS = False
+# NOTE: the background router is the supervised one (issue #23): the router plus the loader
+# that starts a store model's engine on its first request.
+SUPERVISOR_MODULE = "manager.supervisor"
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class RouterLink:
     def from_paths(cls, paths: StatePaths) -> RouterLink:
         return cls(RouterDaemon(
             run_dir=paths.router_dir, host=DEFAULT_ROUTER_HOST, port=router_port(),
-            token_file=paths.router_token_file,
+            token_file=paths.router_token_file, module=SUPERVISOR_MODULE,
         ))
 
     @property

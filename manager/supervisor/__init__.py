@@ -1,0 +1,1 @@
+"""The supervisor: the router's on-demand loader, owner of the engines it loads (issue #23)."""

@@ -1,0 +1,65 @@
+"""The supervisor's engine work, run in worker threads: start one on demand, stop it, label it.
+
+NOTE: one start path: `start_engine`, as `gomgr start` runs it, registers the engine over the
+router's admin API, which is this very process (its event loop stays free meanwhile).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from manager.lifecycle.errors import LifecycleError
+from manager.lifecycle.router_link import RouterLink
+from manager.lifecycle.start import StartRequest, start_engine
+from manager.lifecycle.stop import stop_record
+from manager.models.progress import SilentProgress
+from manager.runtimes.registry import get_runtime
+from manager.state.paths import StatePaths
+from manager.state.records import EngineRecord, RecordStore
+
+logger = logging.getLogger(__name__)
+
+ON_DEMAND_LABEL = "gomgr.on_demand"  # "1": loaded by the supervisor, unloaded when idle
+EXPIRES_LABEL = "gomgr.expires_at"  # unix seconds, or "never"; `gomgr ps` shows it
+NEVER = "never"
+
+
+def start_on_demand(
+    repo: str, served_name: str, aliases: tuple[str, ...], paths: StatePaths, timeout_s: float
+) -> EngineRecord:
+    """Start and register an engine for `repo`; LifecycleError as `gomgr start` raises it."""
+    request = StartRequest(
+        repo=repo, runtime="auto", port=None, served_name=served_name, timeout_s=timeout_s,
+        aliases=aliases, labels={ON_DEMAND_LABEL: "1"},
+    )
+    return start_engine(request, paths, SilentProgress(), logger.info).record
+
+
+def failure_message(exc: BaseException) -> str:
+    """The cause, and the engine log's last line when the error carries the log."""
+    if not isinstance(exc, LifecycleError):
+        return f"{type(exc).__name__}: {exc}"
+    lines = [line for line in exc.details.splitlines() if line.strip()]
+    return f"{exc.message}; last log line: {lines[-1].strip()}" if lines else exc.message
+
+
+def stop_on_demand(record: EngineRecord, paths: StatePaths) -> None:
+    """Deregister the engine (if the router still answers), end it, remove its record."""
+    stop_record(record, paths, RouterLink.from_paths(paths))
+
+
+def write_expiry(record: EngineRecord, expires_at: float | None, paths: StatePaths) -> EngineRecord:
+    labels = {**record.labels, EXPIRES_LABEL: NEVER if expires_at is None else f"{expires_at:.0f}"}
+    updated = dataclasses.replace(record, labels=labels)
+    RecordStore(paths).save(updated)
+    return updated
+
+
+def running_on_demand(paths: StatePaths) -> list[EngineRecord]:
+    """The live engines a supervisor loaded: what a restarted one adopts, `router stop` ends."""
+    return [
+        r for r in RecordStore(paths).all()
+        if r.labels.get(ON_DEMAND_LABEL) == "1"
+        and get_runtime(r.handle.runtime, paths).is_alive(r.handle)
+    ]

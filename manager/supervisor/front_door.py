@@ -1,0 +1,29 @@
+"""The router and the supervisor in one process: `gomgr serve`, and the background router."""
+
+from __future__ import annotations
+
+import os
+
+from manager.models.store import ModelStore
+from manager.state.paths import ROUTER_PORT_ENV, ROUTER_TOKEN_ENV, StatePaths
+from manager.supervisor.settings import SupervisorSettings
+from manager.supervisor.supervisor import Supervisor
+from router.app import serve
+from router.config import RouterConfig
+from router.registry import Registry
+
+
+def serve_supervised(config: RouterConfig, log_level: str = "info") -> None:
+    """Serve until SIGINT/SIGTERM; on the way out every model loaded on demand is unloaded."""
+    try:
+        settings = SupervisorSettings.from_env()
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from exc
+    # NOTE: the supervisor starts engines with `start_engine`, which registers them through
+    # the router link that $GOMGR_ROUTER_PORT and $GOMGR_ROUTER_TOKEN_FILE name: they must
+    # name this very process.
+    os.environ[ROUTER_PORT_ENV] = str(config.port)
+    os.environ[ROUTER_TOKEN_ENV] = str(config.token_path())
+    registry = Registry()
+    supervisor = Supervisor(StatePaths.from_env(), ModelStore.from_env(), registry, settings)
+    serve(config, log_level, supervisor, registry=registry)

@@ -1,0 +1,276 @@
+"""`Supervisor`: the router's on-demand loader (router/loader.py) and owner of what it loads.
+
+A request for a store model no engine serves makes the router call `ensure_loaded`: one load
+task per model (single flight), the engine started by `start_engine` in a worker thread. A
+loaded model's keep-alive counts from its last request's end; the reaper task unloads it when
+that passes with no request in flight. Engines started by hand (`gomgr start`) are pinned: the
+supervisor never loads over or unloads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+from manager.models.store import ModelStore
+from manager.state.paths import StatePaths
+from manager.state.records import EngineRecord
+from manager.supervisor.admission import loaded_count, unload_candidates
+from manager.supervisor.catalog import StoreModel, store_models
+from manager.supervisor.engines import (
+    failure_message,
+    running_on_demand,
+    start_on_demand,
+    stop_on_demand,
+    write_expiry,
+)
+from manager.supervisor.settings import MAX_LOADED_ENV, SupervisorSettings
+from manager.supervisor.slot import ModelSlot, SlotLock
+from router.backend import Backend, BackendState
+from router.errors import model_not_found
+from router.loader import CatalogEntry, LoadFailed, LoadState, ModelLoader
+from router.registry import Registry
+
+logger = logging.getLogger(__name__)
+
+REAP_TICK_S = 0.5
+STORE_RESCAN_S = 2.0
+ADMIT_POLL_S = 0.1
+# NOTE: the expiry in a record is rewritten only when it moves by more than this, so a busy
+# model costs at most about one small file write a second.
+EXPIRY_WRITE_SLACK_S = 1.0
+
+
+class Supervisor(ModelLoader):
+    def __init__(
+        self, paths: StatePaths, store: ModelStore, registry: Registry, settings: SupervisorSettings
+    ) -> None:
+        self._paths = paths
+        self._store = store
+        self._registry = registry
+        self._settings = settings
+        self._lock = SlotLock()
+        self._slots: dict[str, ModelSlot] = {}  # by served name
+        self._by_name: dict[str, ModelSlot] = {}  # by served name and alias
+        self._wake = asyncio.Event()
+        self._reaper: asyncio.Task[None] | None = None
+        self._refresh(store_models(store))
+
+    # -- ModelLoader ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for record in await asyncio.to_thread(running_on_demand, self._paths):
+            self._adopt(record)
+        self._reaper = asyncio.create_task(self._reap(), name="supervisor reaper")
+
+    async def stop(self) -> None:
+        """Unload every model this supervisor loaded; pinned engines stay."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        loads = [s.task for s in self._slots.values() if s.state is LoadState.LOADING and s.task]
+        await asyncio.gather(*loads, return_exceptions=True)
+        for slot in self._slots.values():
+            self._begin_unload(slot)
+        unloads = [s.task for s in self._slots.values() if s.state is LoadState.UNLOADING and s.task]
+        await asyncio.gather(*unloads, return_exceptions=True)
+
+    def catalog(self) -> list[CatalogEntry]:
+        return [self._entry(slot) for slot in self._slots.values()]
+
+    async def ensure_loaded(self, model: str) -> None:
+        slot = self._by_name.get(model)
+        if slot is None:
+            raise model_not_found(model, sorted(self._slots))
+        while True:
+            if slot.state is LoadState.LOADED:
+                if slot.record is not None and self._registry.get(slot.record.id) is not None:
+                    return
+                # NOTE: loaded, yet routed nowhere: the engine died and the router's health
+                # monitor removed it; clean up after it, then load again.
+                self._begin_unload(slot)
+            elif slot.state is LoadState.UNLOADED:
+                self._begin_load(slot)
+            assert slot.task is not None
+            # NOTE: shielded: a caller that goes away does not cancel the load others await.
+            await asyncio.shield(slot.task)
+
+    def request_started(self, model: str, keep_alive_s: float | None) -> None:
+        slot = self._by_name.get(model)
+        if slot is None:
+            return
+        slot.in_flight += 1
+        slot.last_used = time.monotonic()
+        if keep_alive_s is not None:
+            slot.keep_alive_s = keep_alive_s
+
+    def request_finished(self, model: str) -> None:
+        slot = self._by_name.get(model)
+        if slot is None or slot.in_flight == 0:
+            return
+        slot.in_flight -= 1
+        slot.last_used = time.monotonic()
+        if slot.in_flight == 0:
+            self._set_expiry(slot)
+            if slot.keep_alive_s == 0:
+                self._wake.set()
+
+    # -- transitions ---------------------------------------------------------------------
+
+    def _begin_load(self, slot: ModelSlot) -> None:
+        if self._lock.transition(slot, LoadState.UNLOADED, LoadState.LOADING):
+            slot.admitted = False
+            slot.task = self._task(self._load(slot), f"load {slot.name}")
+
+    def _begin_unload(self, slot: ModelSlot) -> None:
+        if not self._lock.transition(slot, LoadState.LOADED, LoadState.UNLOADING):
+            return
+        if slot.record is not None:
+            # NOTE: off the route first, in this loop: no new request can reach an engine
+            # that is about to end (the dispatcher then holds it and loads the model again).
+            self._registry.remove(slot.record.id, "unloaded by the supervisor")
+        slot.task = self._task(self._unload(slot), f"unload {slot.name}")
+
+    async def _load(self, slot: ModelSlot) -> None:
+        try:
+            await self._admit(slot)
+            record = await asyncio.to_thread(
+                start_on_demand, slot.repo, slot.name, slot.aliases, self._paths,
+                self._settings.start_timeout_s,
+            )
+        except BaseException as exc:
+            self._lock.transition(slot, LoadState.LOADING, LoadState.UNLOADED)
+            if isinstance(exc, LoadFailed | asyncio.CancelledError):
+                raise
+            raise LoadFailed(failure_message(exc)) from exc
+        # NOTE: start_engine saw /health answer 200 before registering: ready now, without
+        # waiting for the health monitor's next probe.
+        self._registry.set_state(record.id, BackendState.READY, "loaded on demand")
+        slot.record = record
+        slot.last_used = time.monotonic()
+        self._lock.transition(slot, LoadState.LOADING, LoadState.LOADED)
+        self._set_expiry(slot)
+        logger.info("loaded %s (engine %s)", slot.name, record.id)
+
+    async def _unload(self, slot: ModelSlot) -> None:
+        record = slot.record
+        try:
+            if record is not None:
+                await asyncio.to_thread(stop_on_demand, record, self._paths)
+                logger.info("unloaded %s (engine %s)", slot.name, record.id)
+        finally:
+            slot.record = None
+            slot.expires_at = slot.written_expiry = None
+            self._lock.transition(slot, LoadState.UNLOADING, LoadState.UNLOADED)
+            self._wake.set()
+
+    async def _admit(self, slot: ModelSlot) -> None:
+        """Wait until one more loaded model fits under the cap, unloading idle ones LRU first."""
+        cap = self._settings.max_loaded
+        if cap is None:
+            slot.admitted = True
+            return
+        deadline = time.monotonic() + self._settings.start_timeout_s
+        while True:
+            slots = list(self._slots.values())
+            if loaded_count(slots, slot) < cap:
+                slot.admitted = True  # NOTE: no await since the count: admissions are serial
+                return
+            if victims := unload_candidates(slots, self._registry):
+                self._begin_unload(victims[0])
+                assert victims[0].task is not None
+                await asyncio.shield(victims[0].task)
+                continue
+            if time.monotonic() > deadline:
+                raise LoadFailed(
+                    f"{cap} model(s) are loaded ({MAX_LOADED_ENV}={cap}) and none went idle "
+                    f"within {self._settings.start_timeout_s:.0f} s to make room for {slot.name}"
+                )
+            await asyncio.sleep(ADMIT_POLL_S)
+
+    # -- keep-alive ----------------------------------------------------------------------
+
+    def _set_expiry(self, slot: ModelSlot) -> None:
+        keep = slot.keep_alive_s
+        slot.expires_at = None if keep < 0 else time.time() + keep
+        with self._lock:
+            if slot.state is not LoadState.LOADED or slot.record is None:
+                return
+            old, new = slot.written_expiry, slot.expires_at
+            if old is not None and new is not None and abs(new - old) <= EXPIRY_WRITE_SLACK_S:
+                return
+            slot.record = write_expiry(slot.record, new, self._paths)
+            slot.written_expiry = new
+
+    async def _reap(self) -> None:
+        scanned = time.monotonic()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), REAP_TICK_S)
+            self._wake.clear()
+            now = time.time()
+            for slot in unload_candidates(list(self._slots.values()), self._registry):
+                if slot.expires_at is not None and slot.expires_at <= now:
+                    self._begin_unload(slot)
+            if time.monotonic() - scanned > STORE_RESCAN_S:
+                self._refresh(await asyncio.to_thread(store_models, self._store))
+                scanned = time.monotonic()
+
+    # -- the catalog ---------------------------------------------------------------------
+
+    def _refresh(self, models: list[StoreModel]) -> None:
+        """Follow the store: new models get a slot, removed ones lose theirs unless loaded."""
+        seen = {m.served_name for m in models}
+        slots = {n: s for n, s in self._slots.items() if n in seen or s.state is not LoadState.UNLOADED}
+        for model in models:
+            if model.served_name not in slots:
+                slots[model.served_name] = ModelSlot(
+                    name=model.served_name, repo=model.repo, aliases=model.aliases,
+                    size_bytes=model.size_bytes, created=model.created,
+                    keep_alive_s=self._settings.keep_alive_s,
+                )
+        self._slots = slots
+        self._by_name = {name: s for s in slots.values() for name in s.names()}
+
+    def _entry(self, slot: ModelSlot) -> CatalogEntry:
+        state, expires = slot.state, slot.expires_at
+        if state is LoadState.UNLOADED and self._pinned(slot):
+            state = LoadState.LOADED
+        if slot.state is not LoadState.LOADED:
+            expires = None
+        return CatalogEntry(
+            name=slot.name, aliases=slot.aliases, state=state, size_bytes=slot.size_bytes,
+            expires_at=expires, created=slot.created,
+        )
+
+    def _pinned(self, slot: ModelSlot) -> bool:
+        names = set(slot.names())
+        return any(
+            b.state is BackendState.READY and not names.isdisjoint(b.names())
+            for b in self._registry.backends()
+        )
+
+    def _adopt(self, record: EngineRecord) -> None:
+        """An engine a previous supervisor loaded and left running: loaded again, routed."""
+        slot = self._slots.get(record.handle.spec.served_name)
+        if slot is None or not self._lock.transition(slot, LoadState.UNLOADED, LoadState.LOADING):
+            return
+        spec = record.handle.spec
+        self._registry.register(Backend(
+            id=spec.id, model=spec.served_name, base_url=spec.base_url, aliases=spec.aliases,
+            created=int(record.handle.started_at),
+        ))
+        slot.record, slot.admitted, slot.last_used = record, True, time.monotonic()
+        self._lock.transition(slot, LoadState.LOADING, LoadState.LOADED)
+        self._set_expiry(slot)
+
+    def _task(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        task = asyncio.create_task(work, name=name)
+        # NOTE: retrieved, so a load whose every waiter left does not log "never retrieved".
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return task
