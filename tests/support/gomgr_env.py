@@ -22,6 +22,9 @@ from tests.support.engine_process import free_port
 GOMGR = Path(sys.executable).parent / "gomgr"
 
 
+LIVE_STATES = ("ready", "starting")
+
+
 @dataclass(frozen=True)
 class Env:
     vars: dict[str, str]
@@ -68,8 +71,17 @@ class Env:
         return RouterDaemon(self.state.router_dir, "127.0.0.1", self.router_port, token_file)
 
     def routed_models(self) -> list[str]:
-        reply = httpx.get(f"{self.router_url}/v1/models", timeout=5)
-        return [card["id"] for card in reply.json()["data"]]
+        """The served names the router has a ready or starting backend for, as /v1/models
+        listed them before models on demand (it now lists the whole store, loaded or not)."""
+        token = Path(self.vars["GOMGR_ROUTER_TOKEN_FILE"]).read_text().strip()
+        reply = httpx.get(
+            f"{self.router_url}/admin/backends",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=5,
+        )
+        reply.raise_for_status()
+        routed = [b["model"] for b in reply.json()["backends"] if b["state"] in LIVE_STATES]
+        return list(dict.fromkeys(routed))
 
     def end_everything(self) -> None:
         """Kill, by pid, every engine process the records name, and stop the background router."""
