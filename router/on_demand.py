@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from router.backend import BackendState
 from router.catalog_listing import catalog_entry
 from router.errors import RouterError
 from router.loader import CatalogEntry, LoadFailed, ModelLoader
@@ -44,11 +43,7 @@ class OnDemand:
 
     def loaded(self, entry: CatalogEntry) -> bool:
         """Whether a ready backend serves `entry` (under its name or one of its aliases)."""
-        names = set(entry.names())
-        return any(
-            b.state is BackendState.READY and not names.isdisjoint(b.names())
-            for b in self._registry.backends()
-        )
+        return self._registry.serves_ready(entry.names())
 
     def held(self, name: str) -> int:
         return self._held.get(name, 0)

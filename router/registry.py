@@ -57,6 +57,14 @@ class Registry:
                 seen[b.model] = b
         return list(seen.values())
 
+    def serves_ready(self, names: tuple[str, ...]) -> bool:
+        """Whether a ready backend serves any of ``names`` (served names or aliases)."""
+        wanted = set(names)
+        return any(
+            b.state is BackendState.READY and not wanted.isdisjoint(b.names())
+            for b in self._backends.values()
+        )
+
     def served_name(self, name: str) -> str | None:
         """The served model name that `name` (a served name or an alias) stands for, if any."""
         return next((b.model for b in self._backends.values() if name in b.names()), None)

@@ -249,11 +249,7 @@ class Supervisor(ModelLoader):
         )
 
     def _pinned(self, slot: ModelSlot) -> bool:
-        names = set(slot.names())
-        return any(
-            b.state is BackendState.READY and not names.isdisjoint(b.names())
-            for b in self._registry.backends()
-        )
+        return self._registry.serves_ready(slot.names())
 
     def _adopt(self, record: EngineRecord) -> None:
         """An engine a previous supervisor loaded and left running: loaded again, routed."""
