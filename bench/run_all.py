@@ -22,6 +22,7 @@ from bench import (
     grammar_cost,
     router_overhead,
     sse_encoder,
+    supervisor_overhead,
 )
 from bench.serving import cli as serving_cli
 from bench.serving import report as serving_report
@@ -75,6 +76,12 @@ def run_cli_startup() -> str:
     return section(result["date"], result["machine"], result["command"], table)
 
 
+def run_supervisor_overhead() -> str:
+    result = supervisor_overhead.run(rounds=3, requests=1000)
+    table = supervisor_overhead.markdown_table(result)
+    return section(result["date"], result["machine"], result["command"], table)
+
+
 def run_serving() -> str:
     result = serving_cli.run_and_save([])
     body = serving_report.markdown(result)
@@ -96,6 +103,7 @@ BENCHMARKS: dict[str, Callable[[], str]] = {
     "router_overhead": run_router_overhead,
     "grammar_cost": run_grammar_cost,
     "cli_startup": run_cli_startup,
+    "supervisor_overhead": run_supervisor_overhead,
     "serving": run_serving,
 }
 

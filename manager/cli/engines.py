@@ -29,17 +29,20 @@ class RuntimeChoice(StrEnum):
     PROCESS = "process"
 
 
-class GpusChoice(StrEnum):
-    AUTO = "auto"
-    ALL = "all"
-    NONE = "none"
-
-
 EngineTarget = Annotated[
     str, typer.Argument(help="Engine id or served name.", autocompletion=complete_engines)
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 Timeout = Annotated[float, typer.Option(help="Seconds to wait for the engine's /health.")]
+
+
+def _gpus_option(value: str) -> str:
+    from manager.lifecycle.gpus import check_gpus
+
+    try:
+        return check_gpus(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 def start(
@@ -51,9 +54,13 @@ def start(
         typer.Option(help="auto: docker where a container can reach a GPU, else process."),
     ] = RuntimeChoice.AUTO,
     gpus: Annotated[
-        GpusChoice,
-        typer.Option(help="docker runtime: `--gpus all` for the container; auto: when NVML sees GPUs."),
-    ] = GpusChoice.AUTO,
+        str,
+        typer.Option(
+            help="auto: a container gets the GPUs when NVML sees some; all; none; or GPU indices "
+            "(e.g. 0,1) the engine is pinned to, with any runtime.",
+            callback=_gpus_option,
+        ),
+    ] = "auto",
     port: Annotated[int | None, typer.Option(help="The engine's port (default: a free one).")] = None,
     served_model_name: Annotated[
         str | None, typer.Option(help="Name clients use as `model` (default: the manifest's, else REPO).")
@@ -64,7 +71,7 @@ def start(
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
     from manager.lifecycle.start import StartRequest, start_engine
 
-    request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus.value)
+    request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus)
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with errors_as_one_line(), progress() as live:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from manager.lifecycle.errors import StartBlocked
+from manager.lifecycle.gpus import CUDA_VISIBLE_DEVICES, gpu_pins
 from manager.manifests.architecture import architecture_of
 from manager.manifests.effective import EffectiveManifest
 from manager.manifests.engines import CONTAINER_ENTRYPOINTS
@@ -24,6 +25,9 @@ from manager.runtimes.docker import CONTAINER_MODEL_DIR
 
 # NOTE: the engines a local process can run; sglang and vllm images need the docker runtime.
 PROCESS_ENGINES = frozenset({"gomgr"})
+# NOTE: engines that take SGLang's `--max-total-tokens` (the KV pool's size in tokens), how
+# an engine is told its share where several run. vLLM has no such cap.
+KV_TOKENS_FLAG_ENGINES = frozenset({"gomgr", "sglang"})
 # NOTE: engines that take SGLang's `--enable-metrics`; their /metrics tells the watch loop
 # of `gomgr apply` when an engine last served (idle unload). vLLM serves /metrics always.
 METRICS_FLAG_ENGINES = frozenset({"gomgr", "sglang"})
@@ -42,26 +46,31 @@ class StartPlan:
 def plan_start(
     repo_or_dir: str, model_dir: Path, requested_runtime: str, port: int | None,
     served_name: str | None, *, gpus: str = "auto", variant: str | None = None,
+    kv_tokens: int | None = None,
 ) -> StartPlan:
-    """`gpus`: "auto" (a container gets the GPUs NVML sees), "all" or "none"; `variant`: a
-    manifest name layered over the matched one."""
+    """`gpus`: "auto" (a container gets the GPUs NVML sees), "all", "none" or the indices it
+    pins ("0,1"); `variant`: a manifest name layered over the matched one; `kv_tokens`: the
+    KV pool the engine may hold (its share where several run), None: the engine's default."""
     effective = _manifest(repo_or_dir, architecture_of(model_dir), variant)
     if served_name is not None:
         effective = dataclasses.replace(effective, served_name=served_name)
     runtime, reason, want_gpus = _ready(
         repo_or_dir, model_dir, requested_runtime, port, effective.context_length, gpus
     )
+    share = _kv_share(effective, kv_tokens)
     if runtime == "docker":
-        return _container_plan(effective, reason, want_gpus)
+        plan = _container_plan(effective, reason, want_gpus, gpu_pins(gpus))
+        return dataclasses.replace(plan, engine_args=(*plan.engine_args, *share))
     if effective.engine not in PROCESS_ENGINES:
         raise StartBlocked(
             f"manifest {effective.name} runs the {effective.engine} engine, which only a container "
             "can run: start it with --runtime docker"
         )
+    pins = ((CUDA_VISIBLE_DEVICES, gpus),) if gpu_pins(gpus) else ()
     return StartPlan(
         runtime=runtime, reason=reason, served_name=effective.served_name,
-        engine_args=_engine_args(effective, model_dir), env=tuple(effective.env.items()),
-        container=None,
+        engine_args=(*_engine_args(effective, model_dir), *share),
+        env=(*effective.env.items(), *pins), container=None,
     )
 
 
@@ -94,7 +103,14 @@ def _ready(
     """(runtime, why, whether a container gets GPUs), or StartBlocked by the first blocker."""
     report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, context_tokens)
     runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
-    want_gpus = gpus == "all" or (gpus == "auto" and bool(report.gpus))
+    pins = gpu_pins(gpus)
+    want_gpus = gpus == "all" or bool(pins) or (gpus == "auto" and bool(report.gpus))
+    seen = {gpu.index for gpu in report.gpus}
+    if missing := [i for i in pins if i not in seen]:
+        raise StartBlocked(
+            f"--gpus {gpus}: there is no GPU {missing[0]}; NVML sees "
+            f"{', '.join(str(i) for i in sorted(seen)) or 'none'}"
+        )
     if blockers := report.blocking(runtime, gpus=want_gpus):
         raise StartBlocked(
             f"cannot start with the {runtime} runtime: {blockers[0].title}", _fixes(blockers[0])
@@ -102,12 +118,16 @@ def _ready(
     return runtime, reason, want_gpus
 
 
-def _container_plan(effective: EffectiveManifest, reason: str, gpus: bool) -> StartPlan:
+def _container_plan(
+    effective: EffectiveManifest, reason: str, gpus: bool, pins: tuple[int, ...]
+) -> StartPlan:
     container = ContainerSpec(
         image=effective.image, shm_size=effective.shm_size, gpus=gpus,
-        entrypoint=CONTAINER_ENTRYPOINTS.get(effective.engine, ()),
+        gpu_ids=tuple(str(i) for i in pins), entrypoint=CONTAINER_ENTRYPOINTS.get(effective.engine, ()),
     )
-    where = "with --gpus all" if gpus else "on the CPU"
+    where = "on the CPU"
+    if gpus:
+        where = f"on GPU {','.join(container.gpu_ids)}" if pins else "with --gpus all"
     return StartPlan(
         runtime="docker", reason=f"{reason}; image {container.image} {where}",
         served_name=effective.served_name,
@@ -119,6 +139,15 @@ def _container_plan(effective: EffectiveManifest, reason: str, gpus: bool) -> St
 def _engine_args(effective: EffectiveManifest, model_dir: Path | str) -> tuple[str, ...]:
     metrics = ("--enable-metrics",) if effective.engine in METRICS_FLAG_ENGINES else ()
     return (*to_engine_flags(effective, model_dir), *metrics)
+
+
+def _kv_share(effective: EffectiveManifest, kv_tokens: int | None) -> tuple[str, ...]:
+    """`--max-total-tokens N` where the engine takes it and the manifest does not set it."""
+    if kv_tokens is None or effective.engine not in KV_TOKENS_FLAG_ENGINES:
+        return ()
+    if "--max-total-tokens" in effective.engine_args:
+        return ()  # NOTE: a manifest's own choice wins
+    return ("--max-total-tokens", str(kv_tokens))
 
 
 def _runtime(requested: str, suggested: str, why: str) -> tuple[str, str]:

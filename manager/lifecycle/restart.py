@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from manager.lifecycle.errors import EngineNotFound
+from manager.lifecycle.gpus import CUDA_VISIBLE_DEVICES
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start import Started, StartRequest, start_engine
 from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
 from manager.lifecycle.stop import find_engines, stop_record
 from manager.models.progress import Progress
+from manager.runtimes.base import EngineSpec
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
 
@@ -21,11 +23,19 @@ def restart_request(record: EngineRecord, timeout_s: float = DEFAULT_START_TIMEO
     spec hash still describes what runs). The manifests are read anew, as with a stop and a
     start."""
     spec = record.handle.spec
-    gpus = "auto" if spec.container is None else ("all" if spec.container.gpus else "none")
     return StartRequest(
-        spec.repo, record.handle.runtime, spec.port, spec.served_name, timeout_s, gpus=gpus,
-        aliases=spec.aliases, variant=record.variant, labels=dict(record.labels),
+        spec.repo, record.handle.runtime, spec.port, spec.served_name, timeout_s,
+        gpus=_gpus(spec), aliases=spec.aliases, variant=record.variant, labels=dict(record.labels),
     )
+
+
+def _gpus(spec: EngineSpec) -> str:
+    """The `--gpus` the engine was started with: its pins, else what its container got."""
+    if spec.container is None:
+        return dict(spec.env).get(CUDA_VISIBLE_DEVICES, "auto")
+    if not spec.container.gpus:
+        return "none"
+    return ",".join(spec.container.gpu_ids) or "all"
 
 
 def restart_engine(

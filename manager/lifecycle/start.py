@@ -30,10 +30,13 @@ class StartRequest:
     port: int | None  # the engine's port; None: a free one
     served_name: str | None  # None: the manifest's, else the repo id
     timeout_s: float
-    gpus: str = "auto"  # containers: "auto" (where NVML sees GPUs), "all" or "none"
+    # NOTE: containers: "auto" (where NVML sees GPUs), "all" or "none"; any runtime: the GPU
+    # indices the engine is pinned to ("0,1": docker device_ids, CUDA_VISIBLE_DEVICES).
+    gpus: str = "auto"
     aliases: tuple[str, ...] = ()
     variant: str | None = None  # a manifest name layered over the matched one
     labels: dict[str, str] = field(default_factory=dict)  # kept in the record (gomgr apply's)
+    kv_tokens: int | None = None  # the engine's KV pool, its share where several run; None: its own
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ def start_engine(
     model_dir = resolve_model(request.repo, progress=progress)
     plan = plan_start(
         request.repo, model_dir, request.runtime, request.port, request.served_name,
-        gpus=request.gpus, variant=request.variant,
+        gpus=request.gpus, variant=request.variant, kv_tokens=request.kv_tokens,
     )
     announce(f"runtime: {plan.runtime} ({plan.reason})")
     spec = EngineSpec(

@@ -20,6 +20,7 @@ class ContainerSpec:
     image: str
     shm_size: str = "32g"
     gpus: bool = False  # `--gpus all`
+    gpu_ids: tuple[str, ...] = ()  # with gpus: only these (docker's device_ids); empty: all
     # NOTE: empty means the image's own entrypoint (ours and vLLM's); the upstream SGLang
     # image needs `python3 -m sglang.launch_server` spelled out.
     entrypoint: tuple[str, ...] = ()

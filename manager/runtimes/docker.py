@@ -109,7 +109,11 @@ class DockerRuntime(Runtime):
         }
         if container.entrypoint:
             kwargs["entrypoint"] = list(container.entrypoint)
-        if container.gpus:
+        if container.gpus and container.gpu_ids:
+            kwargs["device_requests"] = [
+                DeviceRequest(device_ids=list(container.gpu_ids), capabilities=[["gpu"]])
+            ]
+        elif container.gpus:
             kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         return kwargs
 
@@ -186,6 +190,7 @@ def _from_labels(container: Container, log_path: Path) -> EngineHandle:
     binding = (host_config.get("PortBindings") or {}).get(f"{CONTAINER_PORT}/tcp") or [{}]
     mounts = [m for m in attrs.get("Mounts", []) if m.get("Destination") == CONTAINER_MODEL_DIR]
     command = list(attrs.get("Config", {}).get("Cmd") or [])
+    requests = host_config.get("DeviceRequests") or []
     # NOTE: create_kwargs appends host and port last; they are the runtime's, not the spec's.
     engine_args = tuple(command[:-4]) if command[-4:-3] == ["--host"] else tuple(command)
     spec = EngineSpec(
@@ -196,7 +201,8 @@ def _from_labels(container: Container, log_path: Path) -> EngineHandle:
         container=ContainerSpec(
             image=str(attrs.get("Config", {}).get("Image", "")),
             shm_size=str(host_config.get("ShmSize") or ""),
-            gpus=bool(host_config.get("DeviceRequests")),
+            gpus=bool(requests),
+            gpu_ids=tuple(requests[0].get("DeviceIDs") or ()) if requests else (),
         ),
     )
     return _handle(spec, container, log_path)
