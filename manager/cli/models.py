@@ -93,15 +93,25 @@ def _usage_error(message: str) -> NoReturn:
 def models_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
-    """List the models in the store with their sizes."""
+    """List the models in the store with their sizes and whether each is loaded (STATE, from
+    the running router; "-" when none answers)."""
+    from manager.lifecycle.router_link import RouterLink
     from manager.models.store import ModelStore
+    from manager.state.paths import StatePaths
+    from manager.supervisor.catalog import store_models
+    from manager.supervisor.client import catalog_states
 
     store = ModelStore.from_env()
     models = store.models()
+    served = {m.repo: m.served_name for m in store_models(store)}
+    states = catalog_states(RouterLink.from_paths(StatePaths.from_env()).url) or {}
+    state = {m.repo: states.get(served.get(m.repo, "")) for m in models}
     if as_json:
         rows = [
             {
                 "repo": m.repo,
+                "served_name": served.get(m.repo),
+                "state": state[m.repo],
                 "path": str(m.path),
                 "size_bytes": m.size_bytes,
                 "source": m.metadata.source if m.metadata else None,
@@ -116,10 +126,11 @@ def models_list(
     if not models:
         typer.echo(f"no models in {store.root}")
         return
-    table = Table("REPO", "SIZE", "SOURCE", "PATH", box=None)
+    table = Table("REPO", "STATE", "SIZE", "SOURCE", "PATH", box=None)
     for m in models:
         table.add_row(
-            m.repo, _size(m.size_bytes), m.metadata.source if m.metadata else "?", str(m.path)
+            m.repo, state[m.repo] or "-", _size(m.size_bytes),
+            m.metadata.source if m.metadata else "?", str(m.path),
         )
     print_table(table)
 
