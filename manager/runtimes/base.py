@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from manager.state.paths import StatePaths
 
@@ -65,6 +65,22 @@ class EngineHandle:
         return self.spec.id
 
 
+@dataclass(frozen=True)
+class EngineExit:
+    """An engine that ended, as its runtime reported it."""
+
+    engine_id: str
+    exit_code: int | None  # None: unknown
+
+
+class ExitStream(Protocol):
+    """A runtime's engines as they die: iterating blocks; `close()` from another thread ends it."""
+
+    def __iter__(self) -> Iterator[EngineExit]: ...
+
+    def close(self) -> None: ...
+
+
 class RuntimeStartError(Exception):
     """The runtime refused to launch: one readable line, and what to do about it."""
 
@@ -103,3 +119,18 @@ class Runtime(ABC):
     @abstractmethod
     def list_running(self) -> list[EngineHandle]:
         """Every engine of this runtime that still runs, rebuilt from what outlives the manager."""
+
+    def ended(self, handle: EngineHandle) -> bool:
+        """Whether the engine is known to have ended: False where the runtime cannot tell now
+        (a daemon that does not answer), unlike `not is_alive`."""
+        return not self.is_alive(handle)
+
+    def exit_code(self, handle: EngineHandle) -> int | None:
+        """How a dead engine ended, where the runtime still knows; None: unknown."""
+        return None
+
+    def exits(self) -> ExitStream | None:
+        """This state root's engines as they die, or None where the runtime reports no deaths
+        (its owner polls `is_alive`). RuntimeStartError when there is nothing to watch yet (no
+        daemon); the stream ends, rather than raise, when its daemon goes away."""
+        return None

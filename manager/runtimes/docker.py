@@ -8,6 +8,7 @@ manager rebuild its view without any record.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -17,18 +18,21 @@ import docker
 from docker import DockerClient
 from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
-from docker.types import DeviceRequest
+from docker.types import CancellableStream, DeviceRequest
+from requests import RequestException
 
 from manager.images.errors import ImageError
 from manager.images.presence import ensure_image
 from manager.runtimes.base import (
     ContainerSpec,
+    EngineExit,
     EngineHandle,
     EngineSpec,
     Runtime,
     RuntimeStartError,
 )
 from manager.runtimes.container_errors import start_refusal
+from manager.runtimes.docker_host import daemon_socket_missing, docker_host
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
@@ -155,22 +159,80 @@ class DockerRuntime(Runtime):
     def list_running(self) -> list[EngineHandle]:
         """Our running containers of this state root, rebuilt from their labels alone."""
         try:
-            containers = self.client.containers.list(
-                filters={"label": [LABEL_ENGINE_ID, f"{LABEL_STATE_ROOT}={self.paths.root}"]}
-            )
+            containers = self.client.containers.list(filters={"label": self._ours()})
         except (DockerException, RuntimeStartError):
             return []
         return [_from_labels(c, self.records.log_path(c.labels[LABEL_ENGINE_ID])) for c in containers]
 
-    def _container(self, handle: EngineHandle) -> Container | None:
-        container_id = str(handle.extra.get("container_id", f"gomgr-{handle.id}"))
+    def ended(self, handle: EngineHandle) -> bool:
         try:
-            return self.client.containers.get(container_id)
+            container = self.client.containers.get(_container_id(handle))
+        except NotFound:
+            return True
+        except (DockerException, RuntimeStartError, RequestException):
+            return False
+        return container.status in ("exited", "dead")
+
+    def exit_code(self, handle: EngineHandle) -> int | None:
+        container = self._container(handle)
+        if container is None or container.status != "exited":
+            return None
+        return _exit_code(container.attrs.get("State", {}).get("ExitCode"))
+
+    def exits(self) -> _ContainerExits:
+        """Docker's `die` events for our containers of this state root."""
+        if daemon_socket_missing():
+            raise RuntimeStartError(f"no Docker daemon socket at {docker_host()}")
+        try:
+            events = self.client.events(
+                decode=True, filters={"type": "container", "event": ["die"], "label": self._ours()}
+            )
+        except (DockerException, RequestException) as exc:
+            raise RuntimeStartError(f"Docker's events: {exc}") from exc
+        return _ContainerExits(events)
+
+    def _ours(self) -> list[str]:
+        return [LABEL_ENGINE_ID, f"{LABEL_STATE_ROOT}={self.paths.root}"]
+
+    def _container(self, handle: EngineHandle) -> Container | None:
+        try:
+            return self.client.containers.get(_container_id(handle))
         except NotFound:
             return None
         except (DockerException, RuntimeStartError):
             # NOTE: a daemon that stopped answering took its containers with it.
             return None
+
+
+class _ContainerExits:
+    def __init__(self, events: CancellableStream) -> None:
+        self._events = events
+
+    def __iter__(self) -> Iterator[EngineExit]:
+        """Ends when the daemon goes away (CancellableStream turns a dropped socket into the
+        end) or the stream is closed."""
+        try:
+            for event in self._events:
+                attributes = event.get("Actor", {}).get("Attributes", {})
+                if engine_id := attributes.get(LABEL_ENGINE_ID):
+                    yield EngineExit(engine_id, _exit_code(attributes.get("exitCode")))
+        except (DockerException, RequestException, ValueError):
+            return
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, DockerException):
+            self._events.close()
+
+
+def _container_id(handle: EngineHandle) -> str:
+    return str(handle.extra.get("container_id", f"gomgr-{handle.id}"))
+
+
+def _exit_code(value: object) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
 
 
 def _handle(spec: EngineSpec, container: Container, log_path: Path) -> EngineHandle:

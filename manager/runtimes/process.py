@@ -67,6 +67,18 @@ class ProcessRuntime(Runtime):
     def is_alive(self, handle: EngineHandle) -> bool:
         return _process(handle) is not None
 
+    def exit_code(self, handle: EngineHandle) -> int | None:
+        """Known only for an engine that was this process's child (the supervisor's own),
+        whose exit status is collected here; -9 for SIGKILL."""
+        try:
+            process = psutil.Process(handle.pid)
+            if abs(process.create_time() - handle.create_time) > 0.5:
+                return None
+            pid, status = os.waitpid(handle.pid, os.WNOHANG)
+        except (psutil.NoSuchProcess, ChildProcessError):
+            return None
+        return os.waitstatus_to_exitcode(status) if pid else None
+
     def logs(self, handle: EngineHandle, lines: int) -> list[str]:
         try:
             with open(handle.log_path, errors="replace") as f:
