@@ -21,6 +21,7 @@ from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
 from manager.supervisor.admission import loaded_count, unload_candidates
 from manager.supervisor.catalog import StoreModel, store_models
+from manager.supervisor.crash_backoff import CrashBackoff
 from manager.supervisor.engines import (
     failure_message,
     running_on_demand,
@@ -28,6 +29,7 @@ from manager.supervisor.engines import (
     stop_on_demand,
     write_expiry,
 )
+from manager.supervisor.reaping import Death, ExitReaper
 from manager.supervisor.settings import MAX_LOADED_ENV, SupervisorSettings
 from manager.supervisor.slot import ModelSlot, SlotLock
 from router.backend import Backend, BackendState
@@ -58,6 +60,8 @@ class Supervisor(ModelLoader):
         self._by_name: dict[str, ModelSlot] = {}  # by served name and alias
         self._wake = asyncio.Event()
         self._reaper: asyncio.Task[None] | None = None
+        self._crashes = CrashBackoff()
+        self._exits = ExitReaper(paths, registry, self._engine_died)
         self._refresh(store_models(store))
 
     # -- ModelLoader ---------------------------------------------------------------------
@@ -65,10 +69,12 @@ class Supervisor(ModelLoader):
     async def start(self) -> None:
         for record in await asyncio.to_thread(running_on_demand, self._paths):
             self._adopt(record)
+        await self._exits.start()
         self._reaper = asyncio.create_task(self._reap(), name="supervisor reaper")
 
     async def stop(self) -> None:
         """Unload every model this supervisor loaded; pinned engines stay."""
+        await self._exits.stop()
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -89,12 +95,20 @@ class Supervisor(ModelLoader):
             raise model_not_found(model, sorted(self._slots))
         while True:
             if slot.state is LoadState.LOADED:
-                if slot.record is not None and self._registry.get(slot.record.id) is not None:
+                record = slot.record
+                if record is not None and self._registry.get(record.id) is not None:
                     return
                 # NOTE: loaded, yet routed nowhere: the engine died and the router's health
-                # monitor removed it; clean up after it, then load again.
+                # monitor was first to see it (the reaper cleans up and counts the crash), or
+                # it was stopped from outside; either way, load again.
+                if record is not None:
+                    await self._exits.reap(record.id)
+                    if slot.record is not record:
+                        continue
                 self._begin_unload(slot)
             elif slot.state is LoadState.UNLOADED:
+                if await self._crashes.wait_out(slot.name):
+                    continue
                 self._begin_load(slot)
             assert slot.task is not None
             # NOTE: shielded: a caller that goes away does not cancel the load others await.
@@ -164,10 +178,26 @@ class Supervisor(ModelLoader):
                 await asyncio.to_thread(stop_on_demand, record, self._paths)
                 logger.info("unloaded %s (engine %s)", slot.name, record.id)
         finally:
-            slot.record = None
-            slot.expires_at = slot.written_expiry = None
-            self._lock.transition(slot, LoadState.UNLOADING, LoadState.UNLOADED)
-            self._wake.set()
+            self._forget(slot)
+
+    def _forget(self, slot: ModelSlot) -> None:
+        """An unloading slot's engine is gone: unloaded."""
+        slot.record = None
+        slot.expires_at = slot.written_expiry = None
+        self._lock.transition(slot, LoadState.UNLOADING, LoadState.UNLOADED)
+        self._wake.set()
+
+    def _engine_died(self, death: Death) -> str:
+        """The reaper cleaned up after a dead engine: a slot it served is unloaded and the
+        crash counted. What happens next, for the reaper's log line."""
+        dead = death.record
+        slot = next((s for s in self._slots.values() if s.record and s.record.id == dead.id), None)
+        if slot is not None and self._lock.transition(slot, LoadState.LOADED, LoadState.UNLOADING):
+            self._forget(slot)
+            return self._crashes.crashed(slot.name, death)
+        if (named := self._by_name.get(dead.handle.spec.served_name)) is not None:
+            return f"the next request for {named.name} loads it on demand"
+        return f"nothing starts it again (`gomgr start {dead.handle.spec.repo}` does)"
 
     async def _admit(self, slot: ModelSlot) -> None:
         """Wait until one more loaded model fits under the cap, unloading idle ones LRU first."""
