@@ -19,12 +19,17 @@ def parse_args(argv: list[str] | None = None) -> tuple[RouterConfig, str]:
     parser.add_argument("--cors-origin", action="append", default=[], help="an allowed origin, or *")
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES)
     parser.add_argument("--health-interval", type=float, default=0.5, help="seconds between probes")
+    parser.add_argument(
+        "--loading-progress", action="store_true",
+        help="streamed chats waiting for their model to load get progress as reasoning_content",
+    )
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     config = RouterConfig(
         host=args.host, port=args.port, ollama_port=args.ollama_port, admin_token_file=args.admin_token_file,
         api_keys=tuple(args.api_key), cors_origins=tuple(args.cors_origin),
         max_body_bytes=args.max_body_bytes, health_interval_s=args.health_interval,
+        loading_progress=args.loading_progress,
     )
     return config, args.log_level
 

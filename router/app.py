@@ -82,7 +82,13 @@ def create_app(
     monitor = HealthMonitor(registry, config.health_interval_s, config.health_timeout_s)
     api_keys = ApiKeys(config.api_keys)
     on_demand = (
-        OnDemand(loader, registry, config.max_held_per_model, config.loading_comment_s)
+        OnDemand(
+            loader,
+            registry,
+            config.max_held_per_model,
+            config.loading_comment_s,
+            config.loading_progress,
+        )
         if loader is not None
         else None
     )

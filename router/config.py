@@ -29,6 +29,9 @@ class RouterConfig:
     # most this many (429 beyond), streamed ones kept alive by an SSE comment this often.
     max_held_per_model: int = 64
     loading_comment_s: float = 2.0
+    # NOTE: streamed chats held while loading get `reasoning_content` progress chunks instead
+    # of the comments, which chat UIs that show reasoning display (llama-swap's sendLoadingState).
+    loading_progress: bool = False
 
     def token_path(self) -> Path:
         if self.admin_token_file is not None:

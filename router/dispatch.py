@@ -147,7 +147,11 @@ class Dispatch:
         load_only = is_load_only(route, payload)
         out: Send = send
         if not on_demand.loaded(entry) and not (load_only and keep_alive == 0):
-            early = EarlyHead(send, route, entry.name) if streams_sse(route, payload) else None
+            early = (
+                EarlyHead(send, route, entry.name, progress=on_demand.progress)
+                if streams_sse(route, payload)
+                else None
+            )
             out = early or send
             try:
                 await on_demand.hold(entry, early.comment if early else None)

@@ -5,9 +5,16 @@ connection, so the first `comment` sends `200 text/event-stream` and each one an
 line. After that the upstream's own head is dropped, its body passes through, and an answer
 that is an error (the upstream's or the router's) becomes one SSE error event: the status
 can no longer change. Before the first comment nothing has been sent and everything passes.
+
+With `progress` (RouterConfig.loading_progress), a chat completion gets, instead of the
+comments, `chat.completion.chunk` deltas whose `reasoning_content` says that the model loads
+and for how long, and once it answers how long the load took: chat UIs that show reasoning
+show the progress (llama-swap's sendLoadingState). The real answer follows as usual.
 """
 
 from __future__ import annotations
+
+import time
 
 import orjson
 from starlette.types import Message, Send
@@ -19,6 +26,7 @@ SSE_ROUTES = frozenset(
     {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"}
 )
 ANTHROPIC_ROUTE = "/v1/messages"
+CHAT_ROUTE = "/v1/chat/completions"
 _HEAD = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
 
 
@@ -27,19 +35,29 @@ def streams_sse(route: str, payload: dict[str, object]) -> bool:
 
 
 class EarlyHead:
-    def __init__(self, send: Send, route: str, model: str) -> None:
+    def __init__(self, send: Send, route: str, model: str, *, progress: bool = False) -> None:
         self._send = send
         self._route = route
+        self._model = model
         self._comment = f": loading {model}\n\n".encode()
+        self._progress = progress and route == CHAT_ROUTE
+        self._since = time.monotonic()
         self.sent = False  # whether our own head went out
         self._failed: int | None = None  # the status of an error answer, once its head came
         self._error = bytearray()
 
     async def comment(self) -> None:
-        if not self.sent:
+        """One keep-alive line, after our head the first time: a comment, or with progress a
+        reasoning chunk."""
+        first = not self.sent
+        if first:
             self.sent = True
             await self._send({"type": "http.response.start", "status": 200, "headers": _HEAD})
-        await self._send({"type": "http.response.body", "body": self._comment, "more_body": True})
+        body = self._comment
+        if self._progress:
+            waited = f"{time.monotonic() - self._since:.0f} s\n"
+            body = self._reasoning(f"Loading model {self._model}…\n" if first else waited, first)
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
 
     async def __call__(self, message: Message) -> None:
         if not self.sent:
@@ -47,6 +65,9 @@ class EarlyHead:
         elif message["type"] == "http.response.start":
             status = int(message["status"])
             self._failed = status if status >= 400 else None
+            if self._progress and self._failed is None:
+                took = self._reasoning(f"Loaded in {time.monotonic() - self._since:.1f} s.\n")
+                await self._send({"type": "http.response.body", "body": took, "more_body": True})
         elif self._failed is None:
             await self._send(message)
         else:
@@ -54,6 +75,19 @@ class EarlyHead:
             if not message.get("more_body", False):
                 event = self._error_event(bytes(self._error), self._failed)
                 await self._send({"type": "http.response.body", "body": event, "more_body": False})
+
+    def _reasoning(self, text: str, first: bool = False) -> bytes:
+        """A progress chunk: `text` as the delta's reasoning_content."""
+        delta = {"role": "assistant"} if first else {}
+        delta["reasoning_content"] = text
+        chunk = {
+            "id": "chatcmpl-loading",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": self._model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+        }
+        return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
     def _error_event(self, body: bytes, status: int) -> bytes:
         error = _error_of(body)

@@ -22,9 +22,15 @@ logger = logging.getLogger(__name__)
 
 class OnDemand:
     def __init__(
-        self, loader: ModelLoader, registry: Registry, max_held: int, tick_s: float
+        self,
+        loader: ModelLoader,
+        registry: Registry,
+        max_held: int,
+        tick_s: float,
+        progress: bool = False,
     ) -> None:
         self.loader = loader
+        self.progress = progress  # streamed chats held get reasoning_content progress (early_head)
         self._registry = registry
         self._max_held = max_held
         self._tick_s = tick_s

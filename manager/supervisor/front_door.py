@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from manager.models.store import ModelStore
@@ -12,6 +13,11 @@ from router.app import serve
 from router.config import RouterConfig
 from router.registry import Registry
 
+# NOTE: "1" turns on RouterConfig.loading_progress (streamed chats held while their model loads
+# get reasoning_content progress), as the flag --loading-progress does; `gomgr serve` and the
+# background router that `gomgr router start` runs both read it.
+LOADING_PROGRESS_ENV = "GOMGR_LOADING_PROGRESS"
+
 
 def serve_supervised(config: RouterConfig, log_level: str = "info") -> None:
     """Serve until SIGINT/SIGTERM; on the way out every model loaded on demand is unloaded."""
@@ -19,6 +25,8 @@ def serve_supervised(config: RouterConfig, log_level: str = "info") -> None:
         settings = SupervisorSettings.from_env()
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from exc
+    if os.environ.get(LOADING_PROGRESS_ENV, "").strip() == "1":
+        config = dataclasses.replace(config, loading_progress=True)
     # NOTE: the supervisor starts engines with `start_engine`, which registers them through
     # the router link that $GOMGR_ROUTER_PORT and $GOMGR_ROUTER_TOKEN_FILE name: they must
     # name this very process.

@@ -3,6 +3,7 @@ model's upstream (tests/router/echo_loader.py), as the openai, ollama and httpx 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -229,3 +230,30 @@ def test_unknown_model_is_404_listing_the_available_ones(on_demand: OnDemandRout
         ollama.Client(host=on_demand.url).generate(model="nope", keep_alive="5m")
     assert not_pulled.value.status_code == 404 and "Available models" in str(not_pulled.value)
     assert on_demand.loader.load_calls == {}
+
+
+def test_loading_progress_comes_as_reasoning_content(log_dir: Path) -> None:
+    with serve_on_demand(
+        log_dir, MODELS, loading_comment_s=TICK_S, loading_progress=True
+    ) as router, _openai(router) as client:
+        stream = client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x y"}], stream=True
+        )
+        roles: list[str | None] = []
+        reasoning: list[str] = []
+        content: list[str] = []
+        for chunk in stream:
+            delta = chunk.choices[0].delta
+            if thought := (delta.model_extra or {}).get("reasoning_content"):
+                assert not content, f"progress {thought!r} after the answer began"
+                roles.append(delta.role)
+                reasoning.append(thought)
+                if len(reasoning) == 3:
+                    router.loader.release()
+            elif delta.content:
+                content.append(delta.content)
+    assert reasoning[0] == f"Loading model {MODEL}…\n" and roles[0] == "assistant"
+    assert all(re.fullmatch(r"\d+ s\n", waited) for waited in reasoning[1:-1])
+    assert re.fullmatch(r"Loaded in \d+\.\d s\.\n", reasoning[-1])
+    assert len(reasoning) >= 4
+    assert "".join(content) == "x y "
