@@ -1,7 +1,9 @@
-"""Which models count against GOMGR_MAX_LOADED_MODELS, and which may be unloaded for room."""
+"""Which models count against GOMGR_MAX_LOADED_MODELS and against the memory of the device
+their engine runs on, and which may be unloaded for room."""
 
 from __future__ import annotations
 
+from manager.supervisor.placement import Reservation
 from manager.supervisor.slot import ModelSlot
 from router.loader import LoadState
 from router.registry import Registry
@@ -13,13 +15,17 @@ def loaded_count(slots: list[ModelSlot], loading: ModelSlot) -> int:
     NOTE: engines started by hand are pinned and not counted: the cap is on what the
     supervisor loads, as it can unload only those.
     """
-    return sum(
-        1 for s in slots
-        if s is not loading and (
-            s.state in (LoadState.LOADED, LoadState.UNLOADING)
-            or (s.state is LoadState.LOADING and s.admitted)
-        )
-    )
+    return sum(1 for s in slots if s is not loading and _holds(s))
+
+
+def reservations(slots: list[ModelSlot], loading: ModelSlot) -> list[Reservation]:
+    """The footprints of the engines the supervisor placed (or admitted to start), besides
+    `loading`'s. NOTE: a pinned engine's memory is in the devices' measured free bytes."""
+    return [
+        Reservation(s.gpu, s.footprint.total, running=s.state is not LoadState.LOADING)
+        for s in slots
+        if s is not loading and s.footprint is not None and _holds(s)
+    ]
 
 
 def unload_candidates(slots: list[ModelSlot], registry: Registry) -> list[ModelSlot]:
@@ -30,3 +36,9 @@ def unload_candidates(slots: list[ModelSlot], registry: Registry) -> list[ModelS
         and registry.inflight(s.record.id) == 0
     ]
     return sorted(idle, key=lambda s: s.last_used)
+
+
+def _holds(slot: ModelSlot) -> bool:
+    return slot.state in (LoadState.LOADED, LoadState.UNLOADING) or (
+        slot.state is LoadState.LOADING and slot.admitted
+    )

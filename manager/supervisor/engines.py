@@ -17,6 +17,7 @@ from manager.models.progress import SilentProgress
 from manager.runtimes.registry import get_runtime
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
+from manager.supervisor.footprint import Footprint
 
 logger = logging.getLogger(__name__)
 
@@ -26,12 +27,15 @@ NEVER = "never"
 
 
 def start_on_demand(
-    repo: str, served_name: str, aliases: tuple[str, ...], paths: StatePaths, timeout_s: float
+    repo: str, served_name: str, aliases: tuple[str, ...], paths: StatePaths, timeout_s: float,
+    gpu: int | None, footprint: Footprint | None,
 ) -> EngineRecord:
-    """Start and register an engine for `repo`; LifecycleError as `gomgr start` raises it."""
+    """Start and register an engine for `repo` on GPU `gpu` (None: the host), told the KV
+    share its footprint counts; LifecycleError as `gomgr start` raises it."""
     request = StartRequest(
         repo=repo, runtime="auto", port=None, served_name=served_name, timeout_s=timeout_s,
-        aliases=aliases, labels={ON_DEMAND_LABEL: "1"},
+        gpus="auto" if gpu is None else str(gpu), aliases=aliases, labels={ON_DEMAND_LABEL: "1"},
+        kv_tokens=footprint.context_tokens if footprint else None,
     )
     return start_engine(request, paths, SilentProgress(), logger.info).record
 

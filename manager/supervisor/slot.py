@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, field
 
 from manager.state.records import EngineRecord
+from manager.supervisor.footprint import Footprint
 from router.loader import LoadState
 
 _ALLOWED: dict[LoadState, frozenset[LoadState]] = {
@@ -38,6 +39,8 @@ class ModelSlot:
     record: EngineRecord | None = None  # the engine, while loaded or unloading
     task: asyncio.Task[None] | None = None  # the load or unload under way (or last done)
     admitted: bool = False  # a load counted against the cap (settings.max_loaded)
+    footprint: Footprint | None = None  # what it needs loaded; None: unknown (or not read yet)
+    gpu: int | None = None  # where admission placed its engine; None: the host
     in_flight: int = 0
     last_used: float = 0.0  # time.monotonic() of the last request's start or end
     expires_at: float | None = None  # unix seconds; None: never (or not loaded)

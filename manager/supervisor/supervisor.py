@@ -19,7 +19,7 @@ from typing import Any
 from manager.models.store import ModelStore
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
-from manager.supervisor.admission import loaded_count, unload_candidates
+from manager.supervisor.admission import loaded_count, reservations, unload_candidates
 from manager.supervisor.catalog import StoreModel, store_models
 from manager.supervisor.crash_backoff import CrashBackoff
 from manager.supervisor.engines import (
@@ -29,6 +29,9 @@ from manager.supervisor.engines import (
     stop_on_demand,
     write_expiry,
 )
+from manager.supervisor.footprint import store_footprint
+from manager.supervisor.memory import MemoryProbe, SystemMemory
+from manager.supervisor.placement import could_fit, does_not_fit, place
 from manager.supervisor.reaping import Death, ExitReaper
 from manager.supervisor.settings import MAX_LOADED_ENV, SupervisorSettings
 from manager.supervisor.slot import ModelSlot, SlotLock
@@ -49,12 +52,14 @@ EXPIRY_WRITE_SLACK_S = 1.0
 
 class Supervisor(ModelLoader):
     def __init__(
-        self, paths: StatePaths, store: ModelStore, registry: Registry, settings: SupervisorSettings
+        self, paths: StatePaths, store: ModelStore, registry: Registry, settings: SupervisorSettings,
+        memory: MemoryProbe | None = None,
     ) -> None:
         self._paths = paths
         self._store = store
         self._registry = registry
         self._settings = settings
+        self._memory = memory or SystemMemory(host_limit=settings.host_memory_limit)
         self._lock = SlotLock()
         self._slots: dict[str, ModelSlot] = {}  # by served name
         self._by_name: dict[str, ModelSlot] = {}  # by served name and alias
@@ -155,7 +160,7 @@ class Supervisor(ModelLoader):
             await self._admit(slot)
             record = await asyncio.to_thread(
                 start_on_demand, slot.repo, slot.name, slot.aliases, self._paths,
-                self._settings.start_timeout_s,
+                self._settings.start_timeout_s, slot.gpu, slot.footprint,
             )
         except BaseException as exc:
             self._lock.transition(slot, LoadState.LOADING, LoadState.UNLOADED)
@@ -200,26 +205,43 @@ class Supervisor(ModelLoader):
         return f"nothing starts it again (`gomgr start {dead.handle.spec.repo}` does)"
 
     async def _admit(self, slot: ModelSlot) -> None:
-        """Wait until one more loaded model fits under the cap, unloading idle ones LRU first."""
+        """Wait until `slot`'s model fits: under the loaded-models cap and in the free memory
+        of a device, unloading idle models least recently used first; LoadFailed with the
+        numbers where it cannot fit even with every model the supervisor loaded unloaded."""
+        if slot.footprint is None:
+            slot.footprint = await asyncio.to_thread(store_footprint, self._store, slot.repo)
+        need = slot.footprint.total if slot.footprint else 0
         cap = self._settings.max_loaded
-        if cap is None:
-            slot.admitted = True
-            return
         deadline = time.monotonic() + self._settings.start_timeout_s
         while True:
+            devices = await asyncio.to_thread(self._memory.devices)
+            # NOTE: no await from here to `admitted`: admissions are serial, each one counting
+            # those admitted before it.
             slots = list(self._slots.values())
-            if loaded_count(slots, slot) < cap:
-                slot.admitted = True  # NOTE: no await since the count: admissions are serial
-                return
-            if victims := unload_candidates(slots, self._registry):
+            held = reservations(slots, slot)
+            at_cap = cap is not None and loaded_count(slots, slot) >= cap
+            victims = unload_candidates(slots, self._registry)
+            if not at_cap:
+                if slot.footprint is not None and not could_fit(need, devices, held):
+                    raise LoadFailed(does_not_fit(slot.name, slot.footprint, devices, held))
+                if (device := place(need, devices, held)) is not None:
+                    slot.gpu, slot.admitted = device.gpu, True
+                    return
+                helpful = {d.gpu for d in could_fit(need, devices, held)}
+                victims = [v for v in victims if v.gpu in helpful]
+            if victims:
                 self._begin_unload(victims[0])
                 assert victims[0].task is not None
                 await asyncio.shield(victims[0].task)
                 continue
             if time.monotonic() > deadline:
+                full = f"{cap} model(s) are loaded ({MAX_LOADED_ENV}={cap})" if at_cap else (
+                    f"{slot.name} needs {slot.footprint.describe() if slot.footprint else 'more'}: "
+                    "the models loaded where it would fit"
+                )
                 raise LoadFailed(
-                    f"{cap} model(s) are loaded ({MAX_LOADED_ENV}={cap}) and none went idle "
-                    f"within {self._settings.start_timeout_s:.0f} s to make room for {slot.name}"
+                    f"{full} and none went idle within {self._settings.start_timeout_s:.0f} s "
+                    f"to make room for {slot.name}"
                 )
             await asyncio.sleep(ADMIT_POLL_S)
 
