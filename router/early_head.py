@@ -56,7 +56,7 @@ class EarlyHead:
         body = self._comment
         if self._progress:
             waited = f"{time.monotonic() - self._since:.0f} s\n"
-            body = self._reasoning(f"Loading model {self._model}…\n" if first else waited, first)
+            body = self._reasoning(f"Loading model {self._model}…\n" if first else waited)
         await self._send({"type": "http.response.body", "body": body, "more_body": True})
 
     async def __call__(self, message: Message) -> None:
@@ -76,16 +76,20 @@ class EarlyHead:
                 event = self._error_event(bytes(self._error), self._failed)
                 await self._send({"type": "http.response.body", "body": event, "more_body": False})
 
-    def _reasoning(self, text: str, first: bool = False) -> bytes:
-        """A progress chunk: `text` as the delta's reasoning_content."""
-        delta = {"role": "assistant"} if first else {}
-        delta["reasoning_content"] = text
+    def _reasoning(self, text: str) -> bytes:
+        """A progress chunk: `text` as the delta's reasoning_content.
+
+        NOTE: no `role`: the upstream's first chunk gives it, and the openai SDK's stream
+        helper concatenates string fields, so a second one would read "assistantassistant".
+        """
         chunk = {
             "id": "chatcmpl-loading",
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": self._model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            "choices": [
+                {"index": 0, "delta": {"reasoning_content": text}, "finish_reason": None}
+            ],
         }
         return b"data: " + orjson.dumps(chunk) + b"\n\n"
 

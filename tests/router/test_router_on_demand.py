@@ -273,7 +273,8 @@ def test_loading_progress_comes_as_reasoning_content(log_dir: Path) -> None:
                     router.loader.release()
             elif delta.content:
                 content.append(delta.content)
-    assert reasoning[0] == f"Loading model {MODEL}…\n" and roles[0] == "assistant"
+    assert reasoning[0] == f"Loading model {MODEL}…\n"
+    assert roles == [None] * len(reasoning)  # NOTE: the upstream's own first chunk gives it
     assert all(re.fullmatch(r"\d+ s\n", waited) for waited in reasoning[1:-1])
     assert re.fullmatch(r"Loaded in \d+\.\d s\.\n", reasoning[-1])
     assert len(reasoning) >= 4
