@@ -16,6 +16,7 @@ import ollama
 import openai
 import pytest
 
+from router.__main__ import parse_args
 from tests.router.echo_loader import SIZE_BYTES, OnDemandRouter, serve_on_demand
 
 MODEL = "echo-a"
@@ -279,3 +280,8 @@ def test_loading_progress_comes_as_reasoning_content(log_dir: Path) -> None:
     assert re.fullmatch(r"Loaded in \d+\.\d s\.\n", reasoning[-1])
     assert len(reasoning) >= 4
     assert "".join(content) == "x y "
+
+
+def test_loading_progress_is_off_unless_asked() -> None:
+    assert not parse_args([])[0].loading_progress
+    assert parse_args(["--loading-progress"])[0].loading_progress
