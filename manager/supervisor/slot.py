@@ -43,6 +43,7 @@ class ModelSlot:
     gpu: int | None = None  # where admission placed its engine; None: the host
     in_flight: int = 0
     last_used: float = 0.0  # time.monotonic() of the last request's start or end
+    fresh_until: float = 0.0  # time.monotonic(): loaded, no request reached it yet (admission.py)
     expires_at: float | None = None  # unix seconds; None: never (or not loaded)
     written_expiry: float | None = field(default=None, repr=False)  # in the record's labels
 

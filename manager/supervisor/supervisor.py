@@ -19,7 +19,7 @@ from typing import Any
 from manager.models.store import ModelStore
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
-from manager.supervisor.admission import loaded_count, reservations, unload_candidates
+from manager.supervisor.admission import FRESH_S, loaded_count, reservations, unload_candidates
 from manager.supervisor.catalog import StoreModel, store_models
 from manager.supervisor.crash_backoff import CrashBackoff
 from manager.supervisor.engines import (
@@ -125,6 +125,7 @@ class Supervisor(ModelLoader):
             return
         slot.in_flight += 1
         slot.last_used = time.monotonic()
+        slot.fresh_until = 0.0
         if keep_alive_s is not None:
             slot.keep_alive_s = keep_alive_s
 
@@ -172,6 +173,7 @@ class Supervisor(ModelLoader):
         self._registry.set_state(record.id, BackendState.READY, "loaded on demand")
         slot.record = record
         slot.last_used = time.monotonic()
+        slot.fresh_until = slot.last_used + FRESH_S
         self._lock.transition(slot, LoadState.LOADING, LoadState.LOADED)
         self._set_expiry(slot)
         logger.info("loaded %s (engine %s)", slot.name, record.id)
