@@ -19,7 +19,7 @@ from typing import Any
 from manager.models.store import ModelStore
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
-from manager.supervisor.admission import FRESH_S, loaded_count, reservations, unload_candidates
+from manager.supervisor.admission import FRESH_S, judge, unload_candidates, waited_too_long
 from manager.supervisor.catalog import StoreModel, store_models
 from manager.supervisor.crash_backoff import CrashBackoff
 from manager.supervisor.engines import (
@@ -31,9 +31,8 @@ from manager.supervisor.engines import (
 )
 from manager.supervisor.footprint import store_footprint
 from manager.supervisor.memory import MemoryProbe, SystemMemory
-from manager.supervisor.placement import could_fit, does_not_fit, place
 from manager.supervisor.reaping import Death, ExitReaper
-from manager.supervisor.settings import MAX_LOADED_ENV, SupervisorSettings
+from manager.supervisor.settings import SupervisorSettings
 from manager.supervisor.slot import ModelSlot, SlotLock
 from router.backend import Backend, BackendState
 from router.errors import model_not_found
@@ -212,39 +211,23 @@ class Supervisor(ModelLoader):
         numbers where it cannot fit even with every model the supervisor loaded unloaded."""
         if slot.footprint is None:
             slot.footprint = await asyncio.to_thread(store_footprint, self._store, slot.repo)
-        need = slot.footprint.total if slot.footprint else 0
-        cap = self._settings.max_loaded
-        deadline = time.monotonic() + self._settings.start_timeout_s
+        cap, waited_s = self._settings.max_loaded, self._settings.start_timeout_s
+        deadline = time.monotonic() + waited_s
         while True:
             devices = await asyncio.to_thread(self._memory.devices)
-            # NOTE: no await from here to `admitted`: admissions are serial, each one counting
-            # those admitted before it.
-            slots = list(self._slots.values())
-            held = reservations(slots, slot)
-            at_cap = cap is not None and loaded_count(slots, slot) >= cap
-            victims = unload_candidates(slots, self._registry)
-            if not at_cap:
-                if slot.footprint is not None and not could_fit(need, devices, held):
-                    raise LoadFailed(does_not_fit(slot.name, slot.footprint, devices, held))
-                if (device := place(need, devices, held)) is not None:
-                    slot.gpu, slot.admitted = device.gpu, True
-                    return
-                helpful = {d.gpu for d in could_fit(need, devices, held)}
-                victims = [v for v in victims if v.gpu in helpful]
-            if victims:
-                self._begin_unload(victims[0])
-                assert victims[0].task is not None
-                await asyncio.shield(victims[0].task)
+            # NOTE: no await from the verdict to `admitted`: admissions are serial, each one
+            # counting those admitted before it.
+            verdict = judge(slot, list(self._slots.values()), devices, self._registry, cap)
+            if verdict.admitted:
+                slot.gpu, slot.admitted = verdict.gpu, True
+                return
+            if (victim := verdict.victim) is not None:
+                self._begin_unload(victim)
+                assert victim.task is not None
+                await asyncio.shield(victim.task)
                 continue
             if time.monotonic() > deadline:
-                full = f"{cap} model(s) are loaded ({MAX_LOADED_ENV}={cap})" if at_cap else (
-                    f"{slot.name} needs {slot.footprint.describe() if slot.footprint else 'more'}: "
-                    "the models loaded where it would fit"
-                )
-                raise LoadFailed(
-                    f"{full} and none went idle within {self._settings.start_timeout_s:.0f} s "
-                    f"to make room for {slot.name}"
-                )
+                raise LoadFailed(waited_too_long(slot, verdict, cap, waited_s))
             await asyncio.sleep(ADMIT_POLL_S)
 
     # -- keep-alive ----------------------------------------------------------------------

@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 
 from manager.models.store import ModelStore
-from manager.readiness.memory import GIB
+from manager.readiness.memory import GIB, MemoryEstimate
+from manager.runtimes.base import EngineHandle, EngineSpec
+from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
-from manager.supervisor.footprint import footprint_of
+from manager.state.records import EngineRecord
+from manager.supervisor.admission import judge
+from manager.supervisor.footprint import Footprint, footprint_of
 from manager.supervisor.memory import DeviceMemory, SystemMemory
 from manager.supervisor.placement import Reservation, could_fit, place, room
 from manager.supervisor.settings import SupervisorSettings
+from manager.supervisor.slot import ModelSlot
 from manager.supervisor.supervisor import Supervisor
+from router.backend import Backend
 from router.loader import LoadFailed, LoadState
 from router.registry import Registry
 from tests.conftest import SMOLLM2_REPO
@@ -25,6 +31,21 @@ from tests.manager.readiness.test_readiness_gpu import FakeNvmlProbe
 
 def _gpu(index: int, free_gib: float, total_gib: float = 80) -> DeviceMemory:
     return DeviceMemory(index, f"GPU {index}", int(total_gib * GIB), int(free_gib * GIB))
+
+
+def _slot(
+    name: str, size_gib: float, registry: Registry, gpu: int | None = None, last_used: float = 0.0
+) -> ModelSlot:
+    """A model of `size_gib`; loaded (and routed) on `gpu` when given one."""
+    size = int(size_gib * GIB)
+    footprint = Footprint(MemoryEstimate(size, 0, 0, size), 8192)
+    slot = ModelSlot(name, f"org/{name}", (), size, 0, 300.0, footprint=footprint, last_used=last_used)
+    if gpu is not None:
+        spec = EngineSpec(id=f"{name}-1", repo=slot.repo, model_dir=Path("/m"), served_name=name, port=1)
+        handle = EngineHandle(spec, "process", 1, 0.0, Path("/log"), 0.0)
+        slot.record, slot.state, slot.gpu = EngineRecord(handle, EngineState.READY), LoadState.LOADED, gpu
+        registry.register(Backend(spec.id, name, "http://127.0.0.1:1"))
+    return slot
 
 
 def _supervisor(smollm2_dir: Path, tmp_path: Path, *free_gib: float) -> Supervisor:
@@ -95,3 +116,25 @@ def test_a_model_that_cannot_fit_alone_fails_with_the_numbers(
     assert "GPU 1 (Fake H100) has 1.00 GiB free of 80.00 GiB" in message
     assert slot.state is LoadState.UNLOADED
     assert not list((tmp_path / "state").glob("**/*.json"))  # nothing was started
+
+
+def test_at_the_cap_the_least_recently_used_idle_model_goes_first() -> None:
+    registry = Registry()
+    old, new = _slot("old", 10, registry, 0, last_used=1.0), _slot("new", 10, registry, 1, last_used=2.0)
+    loading = _slot("next", 10, registry)
+    verdict = judge(loading, [new, old, loading], [_gpu(0, 60), _gpu(1, 60)], registry, cap=2)
+    assert (verdict.admitted, verdict.victim, verdict.at_cap) == (False, old, True)
+
+
+def test_for_memory_only_an_idle_model_where_it_would_fit_goes() -> None:
+    registry = Registry()
+    # NOTE: GPU 0: 40 GiB of ours and 30 free; GPU 1: 20 free, the rest another program's.
+    on_0, on_1 = _slot("on0", 40, registry, 0, last_used=2.0), _slot("on1", 5, registry, 1, last_used=1.0)
+    loading = _slot("big", 50, registry)
+    devices = [_gpu(0, 30), _gpu(1, 20)]
+    verdict = judge(loading, [on_0, on_1, loading], devices, registry, cap=None)
+    assert (verdict.admitted, verdict.victim, verdict.at_cap) == (False, on_0, False)
+    on_0.in_flight = 1  # NOTE: busy: wait for it
+    assert judge(loading, [on_0, on_1, loading], devices, registry, cap=None).victim is None
+    admitted = judge(loading, [on_1, loading], [_gpu(0, 70), _gpu(1, 20)], registry, cap=None)
+    assert (admitted.admitted, admitted.gpu) == (True, 0)
