@@ -99,7 +99,11 @@ def _sse(data: object) -> dict[str, object]:
     return {"type": "http.response.body", "body": body, "more_body": True}
 
 
-def admin_router(token: str, registry: Registry, monitor: HealthMonitor) -> APIRouter:
+def admin_router(
+    token: str, registry: Registry, monitor: HealthMonitor, owner_routes: APIRouter | None = None
+) -> APIRouter:
+    """The admin API; `owner_routes` (the engine owner's, e.g. the supervisor's engine API)
+    are served under /admin beside the router's own, behind the same token."""
     def require_token(request: Request) -> None:
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip(), token):
@@ -150,4 +154,6 @@ def admin_router(token: str, registry: Registry, monitor: HealthMonitor) -> APIR
     async def events() -> EventStream:
         return EventStream(registry)
 
+    if owner_routes is not None:
+        router.include_router(owner_routes)
     return router

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
@@ -63,7 +63,11 @@ class FrontDoor:
 
 
 def create_app(
-    config: RouterConfig, loader: ModelLoader | None = None, *, registry: Registry | None = None
+    config: RouterConfig,
+    loader: ModelLoader | None = None,
+    *,
+    registry: Registry | None = None,
+    owner_routes: APIRouter | None = None,
 ) -> ASGIApp:
     """The router's ASGI app.
 
@@ -71,7 +75,7 @@ def create_app(
     it loads them (router/on_demand.py). NOTE: the owner of engines makes the `Registry`,
     builds its loader on it (the loader registers the engines it starts there) and passes both;
     the app's lifespan runs `loader.start()` after the health monitor and `loader.stop()` first
-    on shutdown.
+    on shutdown. `owner_routes` join the admin API (router/admin.py).
     """
     if loader is not None and registry is None:
         raise ValueError("a loader needs the Registry it registers its engines in")
@@ -112,7 +116,7 @@ def create_app(
     api = FastAPI(
         title="gomgr router", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
-    api.include_router(admin_router(token, registry, monitor))
+    api.include_router(admin_router(token, registry, monitor, owner_routes))
     api.router.routes.extend(Route(path, dispatch, methods=["POST"]) for path in DISPATCHED)
     api.router.routes.extend(ClientRoutes(registry, metrics, api_keys, loader).routes())
     api.router.routes.extend(OllamaRoutes(registry, api_keys, loader).routes())
@@ -150,10 +154,11 @@ def serve(
     loader: ModelLoader | None = None,
     *,
     registry: Registry | None = None,
+    owner_routes: APIRouter | None = None,
 ) -> None:
     """Run the router until SIGINT/SIGTERM, on its port and, if set, the Ollama port too;
-    `loader` and `registry` as in `create_app`."""
-    app = create_app(config, loader, registry=registry)
+    the rest as in `create_app`."""
+    app = create_app(config, loader, registry=registry, owner_routes=owner_routes)
     logger.info("admin token file: %s", config.token_path())
     # NOTE: one server on both sockets, so both ports share one registry and one lifespan.
     ports = [config.port, *([config.ollama_port] if config.ollama_port else [])]

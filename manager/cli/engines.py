@@ -45,6 +45,17 @@ def _gpus_option(value: str) -> str:
         raise typer.BadParameter(str(exc)) from exc
 
 
+def _keep_alive_option(value: str | None) -> str | None:
+    from router.errors import RouterError
+    from router.keep_alive import parse_keep_alive
+
+    try:
+        parse_keep_alive(value)
+    except RouterError as exc:
+        raise typer.BadParameter("give seconds or a duration such as 10m, 1h30m; -1: never") from exc
+    return value
+
+
 def start(
     repo: Annotated[
         str, typer.Argument(help="Hugging Face repo id or model directory.", autocompletion=complete_repos)
@@ -66,16 +77,26 @@ def start(
         str | None, typer.Option(help="Name clients use as `model` (default: the manifest's, else REPO).")
     ] = None,
     timeout: Timeout = DEFAULT_START_TIMEOUT_S,
+    keep_alive: Annotated[
+        str | None,
+        typer.Option(
+            help="Unload the engine after it has been idle this long (e.g. 10m, 1h, 300; a store "
+            "model then loads again on its next request). Default: it runs until stopped.",
+            callback=_keep_alive_option,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
-    from manager.lifecycle.start import StartRequest, start_engine
+    from manager.lifecycle.start import StartRequest
+    from manager.supervisor.engine_client import EngineClient
 
     request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus)
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with errors_as_one_line(), progress() as live:
-        started = start_engine(request, StatePaths.from_env(), live, announce)
+        client = EngineClient.from_paths(StatePaths.from_env())
+        started = client.start(request, live, announce, keep_alive)
     _print_started(started, as_json)
 
 
@@ -83,11 +104,11 @@ def restart(
     target: EngineTarget, timeout: Timeout = DEFAULT_START_TIMEOUT_S, as_json: JsonFlag = False,
 ) -> None:
     """Stop one engine and start it again: same model, runtime, port, names and GPUs."""
-    from manager.lifecycle.restart import restart_engine
+    from manager.supervisor.engine_client import EngineClient
 
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with errors_as_one_line(), progress() as live:
-        started = restart_engine(StatePaths.from_env(), target, live, announce, timeout)
+        started = EngineClient.from_paths(StatePaths.from_env()).restart(target, live, announce, timeout)
     _print_started(started, as_json)
 
 
@@ -109,15 +130,15 @@ def stop(
     all_: Annotated[bool, typer.Option("--all", help="Stop every engine.")] = False,
 ) -> None:
     """Deregister and stop engines (SIGTERM, then SIGKILL after 15 s)."""
-    from manager.lifecycle.stop import stop_engines
+    from manager.supervisor.engine_client import EngineClient
 
     if (target is None) == (not all_):
         typer.echo("error: give an engine id or served name, or --all", err=True)
         raise typer.Exit(2)
     with errors_as_one_line():
-        stopped = stop_engines(StatePaths.from_env(), None if all_ else target)
-    for record in stopped:
-        typer.echo(f"stopped {record.id} ({record.handle.spec.served_name})")
+        stopped = EngineClient.from_paths(StatePaths.from_env()).stop(None if all_ else target)
+    for engine in stopped:
+        typer.echo(f"stopped {engine.id} ({engine.served_name})")
     if not stopped:
         typer.echo("no engines running")
 

@@ -6,6 +6,7 @@ every command):
     4  the engine exited or did not become healthy in time (its last log lines follow)
     5  the router could not be started or refused the registration
     6  no engine matches the id or served name given
+  130  the start was cancelled (Ctrl-C); nothing it began is left running
 """
 
 from __future__ import annotations
@@ -34,3 +35,7 @@ class RouterUnavailable(LifecycleError):
 
 class EngineNotFound(LifecycleError):
     exit_code = 6
+
+
+class StartCancelled(LifecycleError):
+    exit_code = 130

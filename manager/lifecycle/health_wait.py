@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import httpx
 
-from manager.lifecycle.errors import EngineFailed
+from manager.lifecycle.errors import EngineFailed, StartCancelled
 from manager.runtimes.base import EngineHandle, Runtime
 
 # NOTE: a cold start on demand waits on this loop, so every poll interval is latency a chat
@@ -16,11 +17,21 @@ POLL_S = 0.1
 LOG_TAIL_LINES = 30
 
 
-def wait_until_healthy(runtime: Runtime, handle: EngineHandle, timeout_s: float) -> None:
+def never() -> bool:
+    return False
+
+
+def wait_until_healthy(
+    runtime: Runtime, handle: EngineHandle, timeout_s: float, cancelled: Callable[[], bool] = never
+) -> None:
+    """Return once /health answers 200; EngineFailed if the engine exits or times out,
+    StartCancelled as soon as `cancelled()` is true."""
     url = f"{handle.spec.base_url}/health"
     deadline = time.monotonic() + timeout_s
     with httpx.Client(timeout=5, verify=False) as client:
         while time.monotonic() < deadline:
+            if cancelled():
+                raise StartCancelled(f"the start of engine {handle.id} was cancelled")
             if not runtime.is_alive(handle):
                 raise EngineFailed(
                     f"engine {handle.id} exited before it became healthy (log: {handle.log_path})",

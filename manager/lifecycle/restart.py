@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from manager.lifecycle.errors import EngineNotFound
 from manager.lifecycle.gpus import CUDA_VISIBLE_DEVICES
+from manager.lifecycle.health_wait import never
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start import Started, StartRequest, start_engine
@@ -40,7 +41,7 @@ def _gpus(spec: EngineSpec) -> str:
 
 def restart_engine(
     paths: StatePaths, target: str, progress: Progress, announce: Callable[[str], None],
-    timeout_s: float = DEFAULT_START_TIMEOUT_S,
+    timeout_s: float = DEFAULT_START_TIMEOUT_S, cancelled: Callable[[], bool] = never,
 ) -> Started:
     router = RouterLink.from_paths(paths)
     chosen = find_engines(list(reconcile(paths, router).live), target)
@@ -53,4 +54,4 @@ def restart_engine(
     request = restart_request(record, timeout_s)
     progress.step(f"Stopping engine {record.id}")
     stop_record(record, paths, router)
-    return start_engine(request, paths, progress, announce)
+    return start_engine(request, paths, progress, announce, cancelled)

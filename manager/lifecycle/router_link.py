@@ -70,7 +70,7 @@ class RouterLink:
         }
         reply = self._admin("POST", "/backends", json=body)
         if reply.status_code != 201:
-            raise RouterUnavailable(f"the router at {self.url} refused to register {spec.id}: {_message(reply)}")
+            raise RouterUnavailable(f"the router at {self.url} refused to register {spec.id}: {error_message(reply)}")
 
     def deregister(self, engine_id: str) -> None:
         """Remove the route; a router that is down or no longer lists it is fine."""
@@ -78,15 +78,16 @@ class RouterLink:
             return
         reply = self._admin("DELETE", f"/backends/{engine_id}")
         if reply.status_code not in (200, 404):
-            raise RouterUnavailable(f"the router at {self.url} refused to deregister {engine_id}: {_message(reply)}")
+            raise RouterUnavailable(f"the router at {self.url} refused to deregister {engine_id}: {error_message(reply)}")
 
     def backend_ids(self) -> set[str]:
         reply = self._admin("GET", "/backends")
         if reply.status_code != 200:
-            raise RouterUnavailable(f"the router at {self.url} refused to list backends: {_message(reply)}")
+            raise RouterUnavailable(f"the router at {self.url} refused to list backends: {error_message(reply)}")
         return {str(b["id"]) for b in reply.json()["backends"]}
 
-    def _admin(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+    def admin_headers(self) -> dict[str, str]:
+        """The admin API's authorization, from the router's token file."""
         try:
             token = self.daemon.token_file.read_text().strip()
         except FileNotFoundError as exc:
@@ -94,16 +95,21 @@ class RouterLink:
                 f"a router answers on {self.url} but its admin token file {self.daemon.token_file} "
                 "is missing; stop that router or set GOMGR_ROUTER_TOKEN_FILE to its token file"
             ) from exc
+        return {"authorization": f"Bearer {token}"}
+
+    def _admin(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+        headers = self.admin_headers()
         try:
             return httpx.request(
-                method, f"{self.url}/admin{path}", headers={"authorization": f"Bearer {token}"},
+                method, f"{self.url}/admin{path}", headers=headers,
                 timeout=ADMIN_TIMEOUT_S, verify=VERIFY_TLS, **kwargs,  # type: ignore[arg-type]
             )
         except httpx.TransportError as exc:
             raise RouterUnavailable(f"the router at {self.url} did not answer: {exc}") from exc
 
 
-def _message(reply: httpx.Response) -> str:
+def error_message(reply: httpx.Response) -> str:
+    """The message of a reply in the router's error shape, else its HTTP status."""
     try:
         return str(reply.json()["error"]["message"])
     except (ValueError, KeyError, TypeError):

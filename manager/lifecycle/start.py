@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from manager.lifecycle.errors import StartBlocked
-from manager.lifecycle.health_wait import wait_until_healthy
+from manager.lifecycle.health_wait import never, wait_until_healthy
 from manager.lifecycle.planning import check_before_download, plan_start
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
@@ -48,7 +48,10 @@ class Started:
 
 def start_engine(
     request: StartRequest, paths: StatePaths, progress: Progress, announce: Callable[[str], None],
+    cancelled: Callable[[], bool] = never,
 ) -> Started:
+    """Run the engine and register it; `cancelled` (the engine API's client went away) ends
+    the health wait with StartCancelled, and everything begun is undone."""
     router = RouterLink.from_paths(paths)
     reconcile(paths, router)
     if not is_local(request.repo):
@@ -79,7 +82,7 @@ def start_engine(
         record = records.get(spec.id) or EngineRecord(handle, EngineState.STARTING)
         record = dataclasses.replace(record, labels=dict(request.labels), variant=request.variant)
         records.save(record)
-        wait_until_healthy(runtime, handle, request.timeout_s)
+        wait_until_healthy(runtime, handle, request.timeout_s, cancelled)
         router.ensure()
         router.register(record)
         registered = True

@@ -7,6 +7,7 @@ import os
 
 from manager.models.store import ModelStore
 from manager.state.paths import ROUTER_PORT_ENV, ROUTER_TOKEN_ENV, StatePaths
+from manager.supervisor.engine_api import engine_routes
 from manager.supervisor.settings import SupervisorSettings
 from manager.supervisor.supervisor import Supervisor
 from router.app import serve
@@ -33,5 +34,6 @@ def serve_supervised(config: RouterConfig, log_level: str = "info") -> None:
     os.environ[ROUTER_PORT_ENV] = str(config.port)
     os.environ[ROUTER_TOKEN_ENV] = str(config.token_path())
     registry = Registry()
-    supervisor = Supervisor(StatePaths.from_env(), ModelStore.from_env(), registry, settings)
-    serve(config, log_level, supervisor, registry=registry)
+    paths = StatePaths.from_env()
+    supervisor = Supervisor(paths, ModelStore.from_env(), registry, settings)
+    serve(config, log_level, supervisor, registry=registry, owner_routes=engine_routes(supervisor, paths))

@@ -290,17 +290,43 @@ class Supervisor(ModelLoader):
 
     def _adopt(self, record: EngineRecord) -> None:
         """An engine a previous supervisor loaded and left running: loaded again, routed."""
-        slot = self._slots.get(record.handle.spec.served_name)
-        if slot is None or not self._lock.transition(slot, LoadState.UNLOADED, LoadState.LOADING):
+        if self._take(record) is None:
             return
         spec = record.handle.spec
         self._registry.register(Backend(
             id=spec.id, model=spec.served_name, base_url=spec.base_url, aliases=spec.aliases,
             created=int(record.handle.started_at),
         ))
+
+    def keep_alive_for(self, record: EngineRecord, keep_alive_s: float) -> bool:
+        """An engine `gomgr start --keep-alive` ran (registered already): the supervisor's to
+        unload once idle that long. False where no unloaded store model has its name."""
+        slot = self._take(record)
+        if slot is not None:
+            slot.keep_alive_s = keep_alive_s
+            self._set_expiry(slot)
+        return slot is not None
+
+    async def unload_engine(self, engine_id: str) -> bool:
+        """`gomgr stop` of an engine this supervisor loaded: unloaded through its slot (True);
+        False for any other engine, which the caller stops itself."""
+        slot = next((s for s in self._slots.values() if s.record and s.record.id == engine_id), None)
+        if slot is None:
+            return False
+        self._begin_unload(slot)
+        if slot.state is LoadState.UNLOADING and slot.task is not None:
+            await asyncio.shield(slot.task)
+        return True
+
+    def _take(self, record: EngineRecord) -> ModelSlot | None:
+        """The unloaded slot of `record`'s model, now loaded with it; None if there is none."""
+        slot = self._slots.get(record.handle.spec.served_name)
+        if slot is None or not self._lock.transition(slot, LoadState.UNLOADED, LoadState.LOADING):
+            return None
         slot.record, slot.admitted, slot.last_used = record, True, time.monotonic()
         self._lock.transition(slot, LoadState.LOADING, LoadState.LOADED)
         self._set_expiry(slot)
+        return slot
 
     def _task(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.create_task(work, name=name)

@@ -1,0 +1,149 @@
+"""`gomgr start / restart / stop` as clients of the supervisor's engine API
+(manager/supervisor/engine_api.py): the supervisor runs them, so it stays the one writer of
+engine records; this side starts it if none runs, shows the progress it streams, and turns its
+answer back into what the commands print, or the LifecycleError they exit with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from manager.lifecycle.errors import EngineNotFound, LifecycleError, RouterUnavailable
+from manager.lifecycle.router_link import VERIFY_TLS, RouterLink, error_message
+from manager.lifecycle.start import Started, StartRequest
+from manager.lifecycle.stop import stop_engines
+from manager.models.progress import Progress
+from manager.state.paths import StatePaths
+from manager.state.records import RecordStore
+from manager.supervisor.engine_messages import (
+    ENGINE_EVENT,
+    ENGINE_NOT_FOUND,
+    AnnounceEvent,
+    FailedEvent,
+    RestartBody,
+    StartBody,
+    StartedEvent,
+    StepEvent,
+    StoppedEngine,
+    StoppedOut,
+    TransferredEvent,
+)
+
+CONNECT_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 120.0  # every engine's SIGTERM grace, several engines in turn
+
+
+@dataclass(frozen=True)
+class EngineClient:
+    paths: StatePaths
+    link: RouterLink
+
+    @classmethod
+    def from_paths(cls, paths: StatePaths) -> EngineClient:
+        return cls(paths, RouterLink.from_paths(paths))
+
+    def start(
+        self, request: StartRequest, progress: Progress, announce: Callable[[str], None],
+        keep_alive: str | None = None,
+    ) -> Started:
+        body = StartBody(
+            repo=request.repo, runtime=request.runtime, port=request.port,
+            served_name=request.served_name, timeout_s=request.timeout_s, gpus=request.gpus,
+            aliases=request.aliases, variant=request.variant, labels=request.labels,
+            keep_alive=keep_alive,
+        )
+        return self._events("/engines", body.model_dump_json(), progress, announce)
+
+    def restart(
+        self, target: str, progress: Progress, announce: Callable[[str], None], timeout_s: float
+    ) -> Started:
+        body = RestartBody(timeout_s=timeout_s)
+        return self._events(f"/engines/{target}/restart", body.model_dump_json(), progress, announce)
+
+    def stop(self, target: str | None) -> tuple[StoppedEngine, ...]:
+        """Stop the engines `target` names, or all of them; the ones stopped."""
+        if not self.link.is_up():
+            # NOTE: no owner runs, so nothing else writes the records: stop them here.
+            stopped = stop_engines(self.paths, target)
+            return tuple(StoppedEngine.of(r) for r in stopped)
+        path = "/engines" if target is None else f"/engines/{target}"
+        reply = self._request("DELETE", path, timeout=STOP_TIMEOUT_S)
+        if reply.status_code != 200:
+            raise _refused(reply)
+        return StoppedOut.model_validate_json(reply.content).stopped
+
+    def _events(
+        self, path: str, body: str, progress: Progress, announce: Callable[[str], None]
+    ) -> Started:
+        self.link.ensure()
+        # NOTE: no read timeout: a start streams nothing while the engine loads (its own
+        # timeout_s bounds that); closing the stream (Ctrl-C) makes the supervisor undo it.
+        timeout = httpx.Timeout(CONNECT_TIMEOUT_S, read=None)
+        headers = {**self.link.admin_headers(), "content-type": "application/json"}
+        try:
+            with httpx.stream(
+                "POST", f"{self.link.url}/admin{path}", content=body, headers=headers,
+                timeout=timeout, verify=VERIFY_TLS,
+            ) as reply:
+                if reply.status_code != 200:
+                    reply.read()
+                    raise _refused(reply)
+                for line in reply.iter_lines():
+                    if not line:
+                        continue
+                    event = ENGINE_EVENT.validate_json(line)
+                    if isinstance(event, StepEvent):
+                        progress.step(event.text)
+                    elif isinstance(event, TransferredEvent):
+                        progress.transferred(event.done, event.total)
+                    elif isinstance(event, AnnounceEvent):
+                        announce(event.text)
+                    elif isinstance(event, FailedEvent):
+                        raise _failed(event)
+                    elif isinstance(event, StartedEvent):
+                        return self._started(event)
+        except httpx.TransportError as exc:
+            raise RouterUnavailable(f"the supervisor at {self.link.url} went away: {exc}") from exc
+        raise RouterUnavailable(
+            f"the supervisor at {self.link.url} ended the start without an answer; "
+            f"see its log in {self.paths.router_dir}"
+        )
+
+    def _started(self, event: StartedEvent) -> Started:
+        record = RecordStore(self.paths).get(event.engine_id)
+        if record is None:
+            raise RouterUnavailable(
+                f"engine {event.engine_id} started, but its record is not in {self.paths.root}: "
+                "the supervisor on this port serves another state directory"
+            )
+        return Started(record, event.router_url, event.runtime_reason)
+
+    def _request(self, method: str, path: str, timeout: float) -> httpx.Response:
+        try:
+            return httpx.request(
+                method, f"{self.link.url}/admin{path}", headers=self.link.admin_headers(),
+                timeout=timeout, verify=VERIFY_TLS,
+            )
+        except httpx.TransportError as exc:
+            raise RouterUnavailable(f"the supervisor at {self.link.url} did not answer: {exc}") from exc
+
+
+def _failed(event: FailedEvent) -> LifecycleError:
+    error = LifecycleError(event.message, event.details)
+    error.exit_code = event.exit_code
+    return error
+
+
+def _refused(reply: httpx.Response) -> LifecycleError:
+    message = error_message(reply)
+    if reply.status_code == 404 and ENGINE_NOT_FOUND in reply.text:
+        return EngineNotFound(message)
+    if reply.status_code == 404:
+        return RouterUnavailable(
+            "the router on this port has no engine API: it is not gomgr's supervisor; stop it "
+            "(gomgr router stop) and run the command again"
+        )
+    return RouterUnavailable(f"the supervisor refused: {message}")

@@ -1,0 +1,91 @@
+"""The supervisor's engine API on the wire: what `gomgr start / restart / stop` send, and the
+events a start streams back (one JSON object a line) until it ends in `started` or `failed`.
+
+NOTE: a `started` event names the engine; the record itself is read from the state directory
+the CLI and the supervisor share, the one place records live.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from manager.state.records import EngineRecord
+
+NDJSON = "application/x-ndjson"
+ENGINE_NOT_FOUND = "engine_not_found"  # the error code of a stop or restart naming no engine
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StartBody(_Message):
+    """`manager.lifecycle.start.StartRequest` on the wire, plus the keep-alive."""
+
+    repo: str
+    runtime: str = "auto"
+    port: int | None = Field(default=None, ge=1, le=65535)
+    served_name: str | None = None
+    timeout_s: float = Field(gt=0)
+    gpus: str = "auto"
+    aliases: tuple[str, ...] = ()
+    variant: str | None = None
+    labels: dict[str, str] = {}
+    # NOTE: None pins the engine (never unloaded when idle); else Ollama's keep_alive.
+    keep_alive: str | float | None = None
+
+
+class RestartBody(_Message):
+    timeout_s: float = Field(gt=0)
+
+
+class StepEvent(_Message):
+    kind: Literal["step"] = "step"
+    text: str
+
+
+class TransferredEvent(_Message):
+    kind: Literal["transferred"] = "transferred"
+    done: int
+    total: int
+
+
+class AnnounceEvent(_Message):
+    kind: Literal["announce"] = "announce"
+    text: str
+
+
+class StartedEvent(_Message):
+    kind: Literal["started"] = "started"
+    engine_id: str
+    router_url: str
+    runtime_reason: str
+
+
+class FailedEvent(_Message):
+    kind: Literal["failed"] = "failed"
+    message: str
+    details: str = ""
+    exit_code: int = 1
+
+
+EngineEvent = Annotated[
+    StepEvent | TransferredEvent | AnnounceEvent | StartedEvent | FailedEvent,
+    Field(discriminator="kind"),
+]
+ENGINE_EVENT: TypeAdapter[EngineEvent] = TypeAdapter(EngineEvent)
+
+
+class StoppedEngine(_Message):
+    id: str
+    served_name: str
+
+    @classmethod
+    def of(cls, record: EngineRecord) -> StoppedEngine:
+        return cls(id=record.id, served_name=record.handle.spec.served_name)
+
+
+class StoppedOut(_Message):
+    stopped: tuple[StoppedEngine, ...]
