@@ -1,0 +1,157 @@
+"""Crashes under the supervisor (issue #23), all real processes: an engine killed with -9 loses
+its route and record with no `gomgr` command run, the next request loads it again, repeated
+crashes back off to a 503, and a supervisor killed with -9 and started again adopts the
+engine it left running and reaps the one that died meanwhile."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import psutil
+import pytest
+
+from manager.models.store import ModelStore, RepoId
+from manager.state.records import EngineRecord, RecordStore
+from manager.supervisor.catalog import served_name
+from tests.conftest import SMOLLM2_REPO
+from tests.support.gomgr_env import Env
+
+pytestmark = pytest.mark.slow
+
+ROUTE_GONE_S = 2.0
+RECORD_GONE_S = 10.0
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator[Env]:
+    root = tmp_path_factory.mktemp("gomgr")
+    built = Env.isolated(root, smollm2_dir.parents[1])
+    built.vars["GOMGR_KEEP_ALIVE"] = "-1"  # NOTE: only crashes end engines here
+    # NOTE: no daemon at that socket: the runtime is the process one, whose engine a pid names.
+    built.vars["DOCKER_HOST"] = f"unix://{root}/no-docker.sock"
+    started = built.gomgr("router", "start")
+    assert started.returncode == 0, started.stderr
+    yield built
+    built.end_everything()
+
+
+@pytest.fixture(scope="module")
+def model(smollm2_dir: Path) -> str:
+    stored = ModelStore(smollm2_dir.parents[1]).get(RepoId.parse(SMOLLM2_REPO))
+    assert stored is not None
+    return served_name(stored)
+
+
+def _ask(env: Env, model: str) -> str:
+    client = openai.OpenAI(base_url=f"{env.router_url}/v1", api_key="unused", timeout=300, max_retries=0)
+    reply = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "Say hi."}], max_tokens=4,
+    )
+    return reply.choices[0].message.content or ""
+
+
+def _engine(env: Env) -> EngineRecord:
+    [record] = RecordStore(env.state).all()
+    return record
+
+
+def _kill_and_see_it_reaped(env: Env) -> EngineRecord:
+    """kill -9 the one engine; its route goes within 2 s and its record within 10 s."""
+    record = _engine(env)
+    os.kill(record.handle.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    while env.routed_models():
+        assert time.monotonic() - killed < ROUTE_GONE_S, "the route outlived the engine"
+        time.sleep(0.05)
+    while RecordStore(env.state).get(record.id) is not None:
+        assert time.monotonic() - killed < RECORD_GONE_S, "the dead engine's record stayed"
+        time.sleep(0.1)
+    return record
+
+
+def _router_log(env: Env) -> str:
+    return env.daemon().log_path.read_text(errors="replace")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_killed_engine_is_reaped_and_the_next_request_loads_it_again(env: Env, model: str) -> None:
+    assert _ask(env, model)
+    dead = _kill_and_see_it_reaped(env)
+    log = _router_log(env)
+    assert f"engine {dead.id} ({model}, process) died with exit code -9" in log
+    assert "crashes in a row: 1; the next request for" in log
+
+    assert _ask(env, model)
+    assert _engine(env).id != dead.id
+
+
+def test_repeated_crashes_back_off_then_answer_503_with_the_cause(env: Env, model: str) -> None:
+    _kill_and_see_it_reaped(env)  # the 2nd crash in a row: the next load waits 2 s, held
+    assert _ask(env, model)
+    _kill_and_see_it_reaped(env)  # the 3rd: 4 s, held
+    assert _ask(env, model)
+    _kill_and_see_it_reaped(env)  # the 4th: 8 s, longer than a request is held
+    with pytest.raises(openai.APIStatusError) as refused:
+        _ask(env, model)
+    error = refused.value
+    assert error.status_code == 503
+    assert int(error.response.headers["Retry-After"]) > 5
+    body = error.response.json()["error"]
+    assert body["code"] == "model_crashed"
+    assert "crashed 4 times in a row (last: exit code -9" in body["message"]
+    assert "crashes in a row: 4; requests for" in _router_log(env)
+
+
+def test_a_restarted_supervisor_adopts_what_runs_and_reaps_what_died(env: Env, model: str) -> None:
+    deadline = time.monotonic() + 60  # NOTE: out of the 8 s backoff the last test left
+    while not _answered(env, model):
+        assert time.monotonic() < deadline, "still refused after the backoff"
+        time.sleep(1)
+    running = _engine(env)
+
+    _kill_supervisor(env)
+    assert not _gone(running.handle.pid)  # an engine outlives its supervisor
+    _router_start(env)
+    assert env.routed_models() == [model]
+    assert _ask(env, model)
+    assert _engine(env).id == running.id  # adopted: no second engine
+
+    _kill_supervisor(env)
+    os.kill(running.handle.pid, signal.SIGKILL)  # NOTE: dies while no supervisor runs
+    while not _gone(running.handle.pid):
+        time.sleep(0.05)
+    _router_start(env)
+    assert RecordStore(env.state).get(running.id) is None
+    assert env.routed_models() == []
+
+
+def _answered(env: Env, model: str) -> bool:
+    try:
+        return bool(_ask(env, model))
+    except openai.APIStatusError as exc:
+        assert exc.status_code == 503, exc
+        return False
+
+
+def _kill_supervisor(env: Env) -> None:
+    supervisor = env.daemon().running()
+    assert supervisor is not None
+    os.kill(supervisor.pid, signal.SIGKILL)
+    while not _gone(supervisor.pid):
+        time.sleep(0.05)
+
+
+def _router_start(env: Env) -> None:
+    started = env.gomgr("router", "start")
+    assert started.returncode == 0, started.stderr
