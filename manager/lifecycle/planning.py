@@ -142,11 +142,12 @@ def _engine_args(effective: EffectiveManifest, model_dir: Path | str) -> tuple[s
 
 
 def _kv_share(effective: EffectiveManifest, kv_tokens: int | None) -> tuple[str, ...]:
-    """`--max-total-tokens N` where the engine takes it and the manifest does not set it."""
+    """`--max-total-tokens N` where the engine takes it and the manifest sizes no KV pool."""
     if kv_tokens is None or effective.engine not in KV_TOKENS_FLAG_ENGINES:
         return ()
-    if "--max-total-tokens" in effective.engine_args:
-        return ()  # NOTE: a manifest's own choice wins
+    sizing = {"--max-total-tokens", "--mem-fraction-static"}
+    if any(arg.split("=", 1)[0] in sizing for arg in effective.engine_args):
+        return ()  # NOTE: a manifest's own sizing wins (the engine takes only one of the two)
     return ("--max-total-tokens", str(kv_tokens))
 
 

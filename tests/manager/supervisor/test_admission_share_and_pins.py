@@ -3,6 +3,7 @@ pinned to (`--gpus 0,1`: CUDA_VISIBLE_DEVICES for a process, device_ids for a co
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,9 @@ from docker.types import DeviceRequest
 
 from manager.lifecycle.errors import StartBlocked
 from manager.lifecycle.gpus import check_gpus, gpu_pins
-from manager.lifecycle.planning import plan_start
+from manager.lifecycle.planning import _kv_share, plan_start
 from manager.lifecycle.restart import restart_request
+from manager.manifests.resolve import resolve_manifest
 from manager.runtimes.base import ContainerSpec, EngineHandle, EngineSpec
 from manager.runtimes.docker import DockerRuntime
 from manager.state.machine import EngineState
@@ -42,6 +44,12 @@ def test_the_engine_is_told_its_kv_share(smollm2_dir: Path) -> None:
     assert args[args.index("--max-total-tokens") + 1] == "8192"
     default = plan_start(SMOLLM2_REPO, smollm2_dir, "process", None, None)
     assert "--max-total-tokens" not in default.engine_args
+
+
+@pytest.mark.parametrize("own", [("--mem-fraction-static", "0.5"), ("--max-total-tokens=4096",)])
+def test_a_manifest_that_sizes_the_kv_pool_itself_keeps_its_own(own: tuple[str, ...]) -> None:
+    effective = dataclasses.replace(resolve_manifest(SMOLLM2_REPO, "LlamaForCausalLM"), engine_args=own)
+    assert _kv_share(effective, 8192) == ()
 
 
 def test_a_pin_to_a_gpu_nvml_does_not_see_is_blocked(smollm2_dir: Path) -> None:
