@@ -33,12 +33,12 @@ class ChatPage:
         self._page.locator("#model-selector-model-button").click()
         self._page.locator(f'#model-selector-list [role=option][data-value="{model}"]').click()
 
-    def ask(self, question: str) -> str:
+    def ask(self, question: str, timeout_ms: float = ANSWER_TIMEOUT_MS) -> str:
         """Type `question`, send it, wait until the answer is complete; the answer's text."""
         self._page.locator("#chat-input").click()
         self._page.keyboard.type(question)
         self._page.locator("#send-message-button").click()
-        self._page.locator('button[aria-label="Regenerate"]').wait_for(timeout=ANSWER_TIMEOUT_MS)
+        self._page.locator('button[aria-label="Regenerate"]').wait_for(timeout=timeout_ms)
         return self._page.locator("#response-content-container").last.inner_text()
 
     def screenshot(self, path: Path) -> None:

@@ -12,9 +12,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, sync_playwright
 
-from tests.e2e_chat_ui.open_webui import START_TIMEOUT_S, Connection, OpenWebUI, launch_open_webui
+from tests.e2e_chat_ui.chat_page import ChatPage
+from tests.e2e_chat_ui.open_webui import (
+    START_TIMEOUT_S,
+    Connection,
+    OpenChat,
+    OpenWebUI,
+    launch_open_webui,
+)
 from tests.e2e_chat_ui.provision import Unavailable, chromium, open_webui_venv
 from tests.e2e_chat_ui.stack import SECOND_MODEL, ChatStack, isolated_stack
 
@@ -78,3 +85,20 @@ def open_webuis(
     finally:
         for webui in started.values():
             webui.served.stop()
+
+
+
+@pytest.fixture
+def open_chat(browser: Browser) -> Iterator[OpenChat]:
+    """Opens an Open WebUI's chat page in a new browser context; closes them after the test."""
+    contexts: list[BrowserContext] = []
+
+    def open_page(webui: OpenWebUI) -> ChatPage:
+        contexts.append(context := browser.new_context(viewport={"width": 1280, "height": 720}))
+        chat = ChatPage(context.new_page(), webui.url)
+        chat.open()
+        return chat
+
+    yield open_page
+    for context in contexts:
+        context.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from tests.e2e_chat_ui.chat_page import ChatPage
 from tests.e2e_chat_ui.processes import Served, launch
 from tests.e2e_chat_ui.stack import ChatStack
 from tests.support.engine_process import free_port
@@ -59,6 +61,9 @@ class OpenWebUI:
         reply = httpx.get(f"{self.url}/api/models", headers=headers, timeout=60)
         reply.raise_for_status()
         return list(reply.json()["data"])
+
+
+OpenChat = Callable[[OpenWebUI], ChatPage]  # the `open_chat` fixture: a chat page, opened
 
 
 def connection_env(connection: Connection, stack: ChatStack) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""gomgr's side of the chat-UI tests: a router with an Ollama port and SmolLM2 behind it.
+"""gomgr's side of the chat-UI tests: a router with an Ollama port and SmolLM2 behind it, or
+the background router (`gomgr router start`, the supervisor) with SmolLM2 in its store only.
 
 Everything is isolated (state dir, config dir, router port, token file) the way a user's
 own `gomgr` would run, with the session's model store so nothing is downloaded again.
@@ -36,6 +37,7 @@ class ChatStack:
     router_port: int
     ollama_port: int
     router: Served | None = None
+    background: bool = False  # `gomgr router start` runs the router, `router stop` ends it
     engines: dict[str, str] = field(default_factory=dict)  # served name -> engine id
 
     @property
@@ -61,6 +63,12 @@ class ChatStack:
         self.router = launch(command, self.vars, log_path)
         self.router.wait_ready(f"{self.ollama_url}/api/version", ROUTER_START_S)
 
+    def start_background_router(self) -> None:
+        """`gomgr router start`: the supervisor, which loads a store model on its first request."""
+        result = self.gomgr("router", "start")
+        assert result.returncode == 0, result.stderr
+        self.background = True
+
     @property
     def model(self) -> str:
         """The first model started."""
@@ -84,7 +92,10 @@ class ChatStack:
         return [str(card["id"]) for card in reply.json()["data"]]
 
     def close(self) -> None:
-        """End, by pid, every engine this state dir recorded, then the router."""
+        """`gomgr router stop` for a background router (it ends what it loaded); then end, by
+        pid, every engine this state dir still records, then a foreground router."""
+        if self.background:
+            self.gomgr("router", "stop")
         for record in RecordStore(self.state).all():
             try:
                 os.killpg(record.handle.pid, signal.SIGKILL)

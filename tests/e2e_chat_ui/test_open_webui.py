@@ -6,14 +6,11 @@ The last test stops a model: keep it last (the package's engines are shared).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext
 
-from tests.e2e_chat_ui.chat_page import ChatPage
-from tests.e2e_chat_ui.open_webui import Connection, OpenWebUI
+from tests.e2e_chat_ui.open_webui import Connection, OpenChat, OpenWebUI
 from tests.e2e_chat_ui.stack import SECOND_MODEL, ChatStack
 
 pytestmark = [pytest.mark.slow, pytest.mark.chat_ui]
@@ -21,25 +18,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.chat_ui]
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "chat-ui.png"
 # NOTE: set to 1 to refresh docs/chat-ui.png from the OpenAI-connection chat.
 UPDATE_SCREENSHOT_ENV = "GOMGR_UPDATE_SCREENSHOT"
-
-
-OpenChat = Callable[[OpenWebUI], ChatPage]
-
-
-@pytest.fixture
-def open_chat(browser: Browser) -> Iterator[OpenChat]:
-    """Opens an Open WebUI's chat page in a new browser context; closes them after the test."""
-    contexts: list[BrowserContext] = []
-
-    def open_page(webui: OpenWebUI) -> ChatPage:
-        contexts.append(context := browser.new_context(viewport={"width": 1280, "height": 720}))
-        chat = ChatPage(context.new_page(), webui.url)
-        chat.open()
-        return chat
-
-    yield open_page
-    for context in contexts:
-        context.close()
 
 
 @pytest.mark.parametrize("connection", list(Connection))
