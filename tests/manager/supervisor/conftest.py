@@ -1,0 +1,23 @@
+"""A model store of two models for the supervisor's swapping tests: the session's SmolLM2 and
+a copy of it imported as another model with `gomgr models pull DIR --name`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SMOLLM2_REPO
+from tests.support.gomgr_env import Env
+
+COPY_REPO = "test/smollm2-copy"
+
+
+@pytest.fixture(scope="session")
+def two_model_store(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Path:
+    store = tmp_path_factory.mktemp("two-models")
+    importer = Env.isolated(tmp_path_factory.mktemp("importer"), store)
+    for name in (SMOLLM2_REPO, COPY_REPO):
+        pulled = importer.gomgr("models", "pull", str(smollm2_dir), "--name", name)
+        assert pulled.returncode == 0, pulled.stderr
+    return store
