@@ -103,7 +103,10 @@ def _ready(
     """(runtime, why, whether a container gets GPUs), or StartBlocked by the first blocker."""
     report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, context_tokens)
     runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
-    pins = gpu_pins(gpus)
+    try:
+        pins = gpu_pins(gpus)
+    except ValueError as exc:  # NOTE: the CLI checks it; a request to the engine API may not
+        raise StartBlocked(f"--gpus {exc}") from exc
     want_gpus = gpus == "all" or bool(pins) or (gpus == "auto" and bool(report.gpus))
     seen = {gpu.index for gpu in report.gpus}
     if missing := [i for i in pins if i not in seen]:

@@ -58,6 +58,11 @@ def test_a_pin_to_a_gpu_nvml_does_not_see_is_blocked(smollm2_dir: Path) -> None:
         plan_start(SMOLLM2_REPO, smollm2_dir, "process", None, None, gpus="0")
 
 
+def test_bad_gpus_from_an_api_client_are_blocked(smollm2_dir: Path) -> None:
+    with pytest.raises(StartBlocked, match=r"--gpus 'gpu0': give auto, all, none or GPU indices"):
+        plan_start(SMOLLM2_REPO, smollm2_dir, "process", None, None, gpus="gpu0")
+
+
 def test_a_container_pinned_to_gpus_gets_their_device_ids(tmp_path: Path) -> None:
     spec = _spec(ContainerSpec(image="engine:cpu", gpus=True, gpu_ids=("0", "1")))
     kwargs = DockerRuntime(StatePaths(tmp_path)).create_kwargs(spec)
