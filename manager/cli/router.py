@@ -99,7 +99,7 @@ def router_stop() -> None:
     engines it loaded on demand."""
     from manager.lifecycle.router_link import RouterLink
     from manager.lifecycle.stop import stop_record
-    from manager.supervisor.engines import running_on_demand
+    from manager.supervisor.engines import loaded_on_demand, running_engines
 
     paths = StatePaths.from_env()
     link = RouterLink.from_paths(paths)
@@ -107,6 +107,6 @@ def router_stop() -> None:
     # NOTE: the supervisor unloads its engines on its way out; these are the ones it left
     # (killed before it could, or a load that finished during its shutdown).
     with errors_as_one_line():
-        for record in running_on_demand(paths):
+        for record in filter(loaded_on_demand, running_engines(paths)):
             stop_record(record, paths, link)
     typer.echo(f"router at {link.url} stopped" if stopped else "no background router of gomgr runs")

@@ -3,8 +3,10 @@ of engine state, and the CLI is its client (manager/supervisor/engine_client.py)
 
     POST   /admin/engines                  StartBody   → a stream of engine events (NDJSON)
     POST   /admin/engines/{target}/restart RestartBody → the same
-    DELETE /admin/engines/{target}                     → StoppedOut (target: an id or name)
+    DELETE /admin/engines/{target}                     → StoppedOut
     DELETE /admin/engines                              → StoppedOut (every engine)
+
+`target` is an engine id or a served name, which may hold a slash (org/name).
 
 A start runs `start_engine` in a worker thread, its progress streamed as it happens; a
 client that goes away (Ctrl-C) cancels it, and the start undoes what it began. The routes sit
@@ -106,7 +108,7 @@ def engine_routes(supervisor: Supervisor, paths: StatePaths) -> APIRouter:
 
         return _events(work, after)
 
-    @routes.post("/engines/{target}/restart")
+    @routes.post("/engines/{target:path}/restart")
     async def restart(target: str, body: RestartBody) -> StreamingResponse:
         def work(emit: Emit, cancelled: Cancelled) -> Started:
             return restart_engine(
@@ -116,7 +118,7 @@ def engine_routes(supervisor: Supervisor, paths: StatePaths) -> APIRouter:
 
         return _events(work, lambda _started, _emit: None)
 
-    @routes.delete("/engines/{target}")
+    @routes.delete("/engines/{target:path}")
     async def stop_one(target: str) -> StoppedOut:
         return await _stop(supervisor, paths, target)
 

@@ -60,10 +60,11 @@ def write_expiry(record: EngineRecord, expires_at: float | None, paths: StatePat
     return updated
 
 
-def running_on_demand(paths: StatePaths) -> list[EngineRecord]:
-    """The live engines a supervisor loaded: what a restarted one adopts, `router stop` ends."""
-    return [
-        r for r in RecordStore(paths).all()
-        if r.labels.get(ON_DEMAND_LABEL) == "1"
-        and get_runtime(r.handle.runtime, paths).is_alive(r.handle)
-    ]
+def running_engines(paths: StatePaths) -> list[EngineRecord]:
+    """The live engines of the state root: what a restarted supervisor adopts (those it loaded
+    back into their slots, the rest routed as pinned), `router stop` ends (those it loaded)."""
+    return [r for r in RecordStore(paths).all() if get_runtime(r.handle.runtime, paths).is_alive(r.handle)]
+
+
+def loaded_on_demand(record: EngineRecord) -> bool:
+    return record.labels.get(ON_DEMAND_LABEL) == "1"

@@ -24,7 +24,8 @@ from manager.supervisor.catalog import StoreModel, store_models
 from manager.supervisor.crash_backoff import CrashBackoff
 from manager.supervisor.engines import (
     failure_message,
-    running_on_demand,
+    loaded_on_demand,
+    running_engines,
     start_on_demand,
     stop_on_demand,
     write_expiry,
@@ -71,7 +72,7 @@ class Supervisor(ModelLoader):
     # -- ModelLoader ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        for record in await asyncio.to_thread(running_on_demand, self._paths):
+        for record in await asyncio.to_thread(running_engines, self._paths):
             self._adopt(record)
         await self._exits.start()
         self._reaper = asyncio.create_task(self._reap(), name="supervisor reaper")
@@ -289,8 +290,9 @@ class Supervisor(ModelLoader):
         return self._registry.serves_ready(slot.names())
 
     def _adopt(self, record: EngineRecord) -> None:
-        """An engine a previous supervisor loaded and left running: loaded again, routed."""
-        if self._take(record) is None:
+        """An engine that runs as this supervisor starts: one a previous supervisor loaded goes
+        back into its slot, any other is routed as started by hand (pinned)."""
+        if loaded_on_demand(record) and self._take(record) is None:
             return
         spec = record.handle.spec
         self._registry.register(Backend(

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from manager.lifecycle.router_link import SUPERVISOR_MODULE
 from manager.state.paths import StatePaths
 from manager.state.records import RecordStore
 from router.daemon import RouterDaemon
@@ -68,7 +69,10 @@ class Env:
 
     def daemon(self) -> RouterDaemon:
         token_file = Path(self.vars["GOMGR_ROUTER_TOKEN_FILE"])
-        return RouterDaemon(self.state.router_dir, "127.0.0.1", self.router_port, token_file)
+        # NOTE: the background router as gomgr runs it: the supervisor, with its engine API.
+        return RouterDaemon(
+            self.state.router_dir, "127.0.0.1", self.router_port, token_file, module=SUPERVISOR_MODULE
+        )
 
     def routed_models(self) -> list[str]:
         """The served names the router has a ready or starting backend for, as /v1/models

@@ -18,6 +18,7 @@ import pytest
 from openai import OpenAI
 
 from manager.state.records import RecordStore
+from router.daemon import RouterDaemon
 from tests.conftest import SMOLLM2_REPO
 from tests.support.gomgr_env import Env
 
@@ -48,14 +49,27 @@ def test_start_says_process_runtime_and_why_then_serves_through_the_router(
     assert (row["id"], row["state"], row["routed"]) == (started["id"], "ready", True)
 
 
-def test_ps_registers_the_engine_again_with_a_restarted_router(env: Env, started: dict[str, Any]) -> None:
+def test_a_restarted_router_routes_the_running_engine_again(env: Env, started: dict[str, Any]) -> None:
+    assert env.daemon().stop()
+    # NOTE: the engine outlives the supervisor that started it; the next one adopts it.
+    assert psutil.pid_exists(started["pid"])
+    assert env.gomgr("router", "start").returncode == 0
+    assert env.routed_models() == [started["served_name"]]
+    [row] = env.ps()
+    assert row["routed"] is True
+
+
+def test_ps_registers_the_engine_again_with_a_bare_router(env: Env, started: dict[str, Any]) -> None:
     daemon = env.daemon()
     assert daemon.stop()
-    daemon.start()  # NOTE: a bare router, as after a crash: it knows no engine
+    bare = RouterDaemon(daemon.run_dir, daemon.host, daemon.port, daemon.token_file)
+    bare.start()  # NOTE: the bare router (python -m router), which knows no engine
     assert env.routed_models() == []
     [row] = env.ps()
     assert row["routed"] is True
     assert env.routed_models() == [started["served_name"]]
+    assert bare.stop()
+    assert env.gomgr("router", "start").returncode == 0
 
 
 def test_stop_leaves_no_process_and_no_route(env: Env, started: dict[str, Any]) -> None:

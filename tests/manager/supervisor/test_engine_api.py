@@ -54,7 +54,8 @@ def test_start_runs_in_the_supervisor_and_stop_ends_it(env: Env) -> None:
     )
     assert reply.status_code == 200, reply.text
 
-    stopped = env.gomgr("stop", record["id"])
+    # NOTE: by served name, which has a slash (org/name)
+    stopped = env.gomgr("stop", record["served_name"])
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.strip() == f"stopped {record['id']} ({record['served_name']})"
     assert not psutil.pid_exists(record["pid"]) or psutil.Process(record["pid"]).status() == psutil.STATUS_ZOMBIE
