@@ -1,8 +1,11 @@
-"""The dashboard app: engines, hardware, readiness and logs; start, stop and restart by key.
+"""The dashboard app: engines and the store's models, hardware, readiness and logs; start,
+stop and restart by key.
 
-Live data: the router's event stream (changes as they happen), the engine records and one
-metrics request per engine every second, a hardware reading every two seconds. Start, stop
-and restart call manager.lifecycle in worker threads, so the screen never freezes.
+Live data: the router's event stream (changes as they happen), the engine records, the
+catalog's load states and one metrics request per engine every second, a hardware reading
+every two seconds. Start, stop and restart ask the supervisor (on_demand.py: a store model
+loads through the router, the rest goes through its engine API), in worker threads, so the
+screen never freezes.
 """
 
 from __future__ import annotations
@@ -21,23 +24,21 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Header, Static
 
 from manager.lifecycle.errors import LifecycleError
-from manager.lifecycle.restart import restart_engine
-from manager.lifecycle.start import Started, StartRequest, start_engine
-from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
-from manager.lifecycle.stop import stop_engines
 from manager.models.errors import ModelError
 from manager.readiness.report import ReadinessReport
 from manager.state.machine import EngineState
 from manager.state.records import EngineRecord
+from manager.supervisor.engine_client import EngineClient
 from manager.tui.activity import ActivityLine, ActivityProgress
 from manager.tui.banner import Failure, ReadinessBanner
 from manager.tui.doctor_screen import DoctorScreen
 from manager.tui.engines_table import EnginesTable
-from manager.tui.feed import LiveRecord
+from manager.tui.feed import CatalogModel, LiveRecord
 from manager.tui.hardware import HardwareReading
 from manager.tui.hardware_panel import HardwarePanel
 from manager.tui.log_pane import LogPane
 from manager.tui.metrics import MetricsSample
+from manager.tui.on_demand import restart, start
 from manager.tui.picker import StartPicker
 from manager.tui.router_view import RouterView
 from manager.tui.rows import EngineRow, engine_rows
@@ -73,6 +74,7 @@ class DashboardApp(App[None]):
         self.sources = sources
         self.router = RouterView("", up=False, problem="connecting…")
         self.live: tuple[LiveRecord, ...] = ()
+        self.catalog: tuple[CatalogModel, ...] = ()
         self.rows: tuple[EngineRow, ...] = ()
         self.throughput: dict[str, Throughput] = {}
         self.report: ReadinessReport | None = None
@@ -93,7 +95,7 @@ class DashboardApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#engines-box").border_title = "engines"
+        self.query_one("#engines-box").border_title = "models"
         self.sub_title = "router: connecting…"
         self._follow_router()
         self._check_readiness()
@@ -117,9 +119,10 @@ class DashboardApp(App[None]):
                 self._refresh()
 
     async def refresh_engines(self, sample: bool = False) -> None:
-        """Read the engine records again, with `sample` one metrics request to each ready
-        engine, and redraw the table."""
+        """Read the engine records and the catalog again, with `sample` one metrics request to
+        each ready engine, and redraw the table."""
         self.live = await asyncio.to_thread(self.sources.feed.records)
+        self.catalog = await asyncio.to_thread(self.sources.feed.catalog)
         alive = {item.record.id for item in self.live if item.alive}
         self.throughput = {k: v for k, v in self.throughput.items() if k in alive}
         if sample:
@@ -146,7 +149,9 @@ class DashboardApp(App[None]):
                 raise sample  # NOTE: an HTTP or parse error skips one sample; others are bugs
 
     def _show_rows(self) -> None:
-        self.rows = engine_rows(self.live, self.router, self.throughput, self.sources.clock())
+        self.rows = engine_rows(
+            self.live, self.router, self.throughput, self.sources.clock(), self.catalog
+        )
         try:
             table = self.query_one(EnginesTable)
         except NoMatches:
@@ -189,29 +194,32 @@ class DashboardApp(App[None]):
     # -- keys --------------------------------------------------------------------------
 
     def action_start(self) -> None:
-        self.push_screen(StartPicker(self.sources.store), self._start_chosen)
+        """On a store model that is not loaded: load it; otherwise the picker."""
+        row = self._selected_row()
+        if row is not None and not row.loaded:
+            self._start_chosen(row.model)
+        else:
+            self.push_screen(StartPicker(self.sources.store), self._start_chosen)
 
     def _start_chosen(self, repo: str | None) -> None:
         if repo is None:
             return
-        request = StartRequest(repo, "auto", None, None, DEFAULT_START_TIMEOUT_S)
-        self._operate(f"starting {repo}", lambda p: self._start(request, p))
+        model = next((m for m in self.catalog if m.repo == repo), None)
+        self._operate(
+            f"starting {repo}",
+            lambda p: start(self._client(), repo, model, p, self._announce_ready, self._say),
+        )
 
     def action_stop(self) -> None:
         if (record := self._selected_or_say()) is not None:
-            self._operate(
-                f"stopping {record.id}", lambda _: stop_engines(self.sources.paths, record.id)
-            )
+            self._operate(f"stopping {record.id}", lambda _: self._client().stop(record.id))
 
     def action_restart(self) -> None:
-        if (record := self._selected_or_say()) is None:
-            return
-
-        def restart(progress: ActivityProgress) -> None:
-            started = restart_engine(self.sources.paths, record.id, progress, progress.step)
-            self._announce_ready(started)
-
-        self._operate(f"restarting {record.id}", restart)
+        if (record := self._selected_or_say()) is not None:
+            self._operate(
+                f"restarting {record.id}",
+                lambda p: restart(self._client(), record, p, self._announce_ready, self._say),
+            )
 
     def action_logs(self) -> None:
         logs = self.query_one(LogPane)
@@ -236,14 +244,14 @@ class DashboardApp(App[None]):
 
     # -- operations (worker threads) ---------------------------------------------------
 
-    def _start(self, request: StartRequest, progress: ActivityProgress) -> None:
-        self._announce_ready(start_engine(request, self.sources.paths, progress, progress.step))
+    def _announce_ready(self, served_name: str, router_url: str) -> None:
+        self._post(self.notify, f"{served_name} is ready: {router_url}/v1", title="ready")
 
-    def _announce_ready(self, started: Started) -> None:
-        spec = started.record.handle.spec
-        self._post(
-            self.notify, f"{spec.served_name} is ready: {started.router_url}/v1", title="ready"
-        )
+    def _say(self, line: str) -> None:
+        self._post(self.notify, line)
+
+    def _client(self) -> EngineClient:
+        return EngineClient.from_paths(self.sources.paths)
 
     def _operate(self, what: str, operation: Operation) -> None:
         self.failure = None
@@ -285,10 +293,16 @@ class DashboardApp(App[None]):
         engine_id = self.query_one(EnginesTable).selected_id()
         return next((i.record for i in self.live if i.record.id == engine_id), None)
 
+    def _selected_row(self) -> EngineRow | None:
+        row_id = self.query_one(EnginesTable).selected_id()
+        return next((row for row in self.rows if row.id == row_id), None)
+
     def _selected_or_say(self) -> EngineRecord | None:
         record = self._selected()
         if record is None:
-            self.notify("no engine selected", severity="warning")
+            row = self._selected_row()
+            said = f"{row.served_name} is not loaded: s loads it" if row else "no engine selected"
+            self.notify(said, severity="warning")
         return record
 
 

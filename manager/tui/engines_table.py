@@ -1,4 +1,5 @@
-"""The engines table: one row per engine, state in colour, load with a tokens/s sparkline."""
+"""The models table: one row per engine, then the store models no engine serves; state in
+colour, expiry, load with a tokens/s sparkline."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from textual.widgets import DataTable
 
 from manager.tui.rows import EngineRow
 
-COLUMNS = ("MODEL", "SERVED NAME", "RUNTIME", "STATE", "PORT", "UPTIME", "IN FLIGHT", "TOK/S")
-NAME_WIDTH = 40
+COLUMNS = (
+    "MODEL", "SERVED NAME", "RUNTIME", "STATE", "PORT", "UPTIME", "EXPIRES", "IN FLIGHT", "TOK/S",
+)  # fmt: skip
+NAME_WIDTH = 30
 STATE_STYLES = {
     "ready": "bold green",
     "starting": "bold yellow",
@@ -16,9 +19,12 @@ STATE_STYLES = {
     "stopping": "magenta",
     "unrouted": "bold red",
     "exited": "bold red",
+    "unloaded": "dim",
+    "loading": "bold yellow",
+    "unloading": "magenta",
 }
 SPARK = "▁▂▃▄▅▆▇█"
-SPARK_WIDTH = 12
+SPARK_WIDTH = 8
 
 
 class EnginesTable(DataTable[Text | str]):
@@ -34,7 +40,7 @@ class EnginesTable(DataTable[Text | str]):
         return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
 
     def show(self, rows: tuple[EngineRow, ...]) -> None:
-        """Replace the rows, keeping the cursor on the same engine where it is still listed."""
+        """Replace the rows, keeping the cursor on the same row where it is still listed."""
         selected = self.selected_id()
         self.clear()
         for row in rows:
@@ -48,10 +54,11 @@ def _cells(row: EngineRow) -> tuple[Text | str, ...]:
     return (
         _model(row.model),
         _clip(row.served_name, NAME_WIDTH),
-        row.runtime,
+        row.runtime or "–",
         Text(row.state, style=STATE_STYLES.get(row.state, "")),
-        str(row.port),
-        uptime(row.uptime_s),
+        "–" if row.port is None else str(row.port),
+        "–" if row.uptime_s is None else uptime(row.uptime_s),
+        row.expires or "–",
         "–" if row.inflight is None else str(row.inflight),
         _throughput(row),
     )

@@ -20,7 +20,7 @@ HARDWARE_INTERVAL_S = 2.0
 @dataclass(frozen=True)
 class Sources:
     paths: StatePaths  # where start/stop/restart act
-    store: ModelStore  # the picker's local models
+    store: ModelStore  # the catalog's and the picker's local models
     feed: EngineFeed
     hardware: HardwareProbe
     readiness: Callable[[], ReadinessReport]  # the machine's readiness (slow: run in a thread)
@@ -31,10 +31,11 @@ class Sources:
     @classmethod
     def live(cls) -> Sources:
         paths = StatePaths.from_env()
+        store = ModelStore.from_env()
         return cls(
             paths=paths,
-            store=ModelStore.from_env(),
-            feed=LiveFeed(paths),
+            store=store,
+            feed=LiveFeed(paths, store),
             hardware=LiveHardware(),
             readiness=lambda: check_for_start(None, None, "auto", None, None),
             clock=time.time,

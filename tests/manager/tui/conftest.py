@@ -26,7 +26,7 @@ from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
 from manager.tui.app import DashboardApp
-from manager.tui.feed import EngineFeed, LiveRecord
+from manager.tui.feed import CatalogModel, EngineFeed, LiveRecord
 from manager.tui.hardware import HardwareProbe, HardwareReading, HostReading
 from manager.tui.metrics import MetricsSample
 from manager.tui.router_view import RoutedBackend, RouterView
@@ -65,13 +65,18 @@ class FixedHardware(HardwareProbe):
 
 
 class FakeEngineFeed(EngineFeed):
-    """A fake feed: fixed records, one router view (then the stream ends), and a fixed series
-    of generated-token counters one second apart."""
+    """A fake feed: fixed records and catalog, one router view (then the stream ends), and a
+    fixed series of generated-token counters one second apart."""
 
     def __init__(
-        self, records: tuple[LiveRecord, ...], router: RouterView, counters: tuple[float, ...]
+        self,
+        records: tuple[LiveRecord, ...],
+        router: RouterView,
+        counters: tuple[float, ...],
+        catalog: tuple[CatalogModel, ...] = (),
     ) -> None:
         self._records = records
+        self._catalog = catalog
         self._router = router
         self._counters = counters
         self._calls = 0
@@ -79,6 +84,9 @@ class FakeEngineFeed(EngineFeed):
 
     def records(self) -> tuple[LiveRecord, ...]:
         return self._records
+
+    def catalog(self) -> tuple[CatalogModel, ...]:
+        return self._catalog
 
     def runtime(self, name: str) -> Runtime:
         return self._runtime
@@ -144,10 +152,14 @@ def make_record(tmp_path: Path) -> Callable[[EngineState], EngineRecord]:
 @pytest.fixture
 def dashboard(tmp_path: Path) -> MakeDashboard:
     """A dashboard over fixed readings: `engines` ready engines (0 or 1), `blocked` adds a
-    blocker of every runtime to the (real, process-runtime) readiness report."""
+    blocker of every runtime to the (real, process-runtime) readiness report, `catalog` the
+    store's models as the router lists them."""
 
     def make(
-        engines: int = 0, blocked: bool = False, gpus: tuple[GpuInfo, ...] = ()
+        engines: int = 0,
+        blocked: bool = False,
+        gpus: tuple[GpuInfo, ...] = (),
+        catalog: tuple[CatalogModel, ...] = (),
     ) -> DashboardApp:
         store = ModelStore(tmp_path / "store")
         report: ReadinessReport = check_for_start(
@@ -161,7 +173,9 @@ def dashboard(tmp_path: Path) -> MakeDashboard:
             for r in records
         }
         router = RouterView(ROUTER_URL, True, MappingProxyType(backends))
-        feed = FakeEngineFeed(records, router, counters=(0, 9, 21, 30, 44, 52, 60, 75, 83))
+        feed = FakeEngineFeed(
+            records, router, counters=(0, 9, 21, 30, 44, 52, 60, 75, 83), catalog=catalog
+        )
         sources = Sources(
             paths=StatePaths(tmp_path / "state"),
             store=store,

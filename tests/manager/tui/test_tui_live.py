@@ -1,4 +1,5 @@
-"""The real dashboard against a real router and real SmolLM2 engines (process runtime).
+"""The real dashboard against the real background router (the supervisor) and real SmolLM2
+engines it loads on the dashboard's keys (process runtime).
 
 Isolated like tests/manager/lifecycle: a tmp $GOMGR_STATE_DIR, token file and config dir, a
 free $GOMGR_ROUTER_PORT; the store that holds the session's SmolLM2. A user manifest override
@@ -115,34 +116,27 @@ async def _scenario(paths: StatePaths) -> None:
     async with app.run_test(size=SIZE) as pilot:
         watch = Watch(pilot)
         await watch.until("the first router view", lambda: app.router.url != "", 30)
-        assert not app.router.up  # NOTE: no router yet: the first start starts it
-        assert app.rows == ()
+        assert not app.router.up  # NOTE: no router yet: the first load starts it
 
-        # Start SmolLM2 from the picker: its manifest and fit estimate are shown first.
+        # The catalog: the store's SmolLM2, not loaded; s loads it through the router.
+        await watch.until("the catalog", lambda: len(app.rows) == 1, 30)
+        model = app.rows[0]
+        assert (model.model, model.state, model.loaded) == (SMOLLM2_REPO, "unloaded", False)
         await pilot.press("s")
-        assert isinstance(app.screen, StartPicker)
-        picker = app.screen
-        await watch.until(
-            "the picker's details", lambda: picker.details_of(SMOLLM2_REPO) is not None, 60
-        )
-        details = picker.details_of(SMOLLM2_REPO)
-        assert (
-            details is not None
-            and details.manifest is not None
-            and details.manifest.name == "smollm2"
-        )
-        assert details.startable() and details.report.memory is not None
-        await pilot.press("enter")
         assert not isinstance(app.screen, StartPicker)
 
         def state_of_only_row(state: str) -> Callable[[], bool]:
             return lambda: len(app.rows) == 1 and app.rows[0].state == state
 
         await watch.until("the engine to be ready", state_of_only_row("ready"))
-        assert watch.states_seen[0] == "starting", watch.states_seen
+        assert "starting" in watch.states_seen, watch.states_seen
         assert watch.longest_stall_s < MAX_UI_STALL_S, watch.longest_stall_s
         row = app.rows[0]
-        assert (row.model, row.runtime) == (SMOLLM2_REPO, "process")
+        assert (row.model, row.served_name, row.runtime) == (SMOLLM2_REPO, model.served_name, "process")
+        # NOTE: the supervisor loaded it (the TUI wrote no record): it unloads it when idle.
+        [record] = RecordStore(paths).all()
+        assert record.labels.get("gomgr.on_demand") == "1"
+        await watch.until("its expiry", lambda: (app.rows[0].expires or "").startswith("in "), 30)
 
         # The router's event stream told the dashboard; the log pane follows the engine.
         await watch.until("the router's event", lambda: row.id in app.router.backends, 30)
@@ -158,21 +152,32 @@ async def _scenario(paths: StatePaths) -> None:
         async with httpx.AsyncClient() as client:
             assert (await sample_server_info(client, f"http://127.0.0.1:{row.port}")).inflight == 0
 
-        # Restart: the same model comes back on the same port as a new engine.
+        # With an engine selected, s opens the picker: each model's manifest and fit estimate.
+        await pilot.press("s")
+        assert isinstance(app.screen, StartPicker)
+        picker = app.screen
+        await watch.until(
+            "the picker's details", lambda: picker.details_of(SMOLLM2_REPO) is not None, 60
+        )
+        details = picker.details_of(SMOLLM2_REPO)
+        assert details is not None and details.manifest is not None
+        assert details.manifest.name == "smollm2" and details.startable()
+        await pilot.press("escape")
+        assert not isinstance(app.screen, StartPicker)
+
+        # Restart: the router unloads the model and loads it again, a new engine.
         await pilot.press("r")
         await watch.until(
-            "the restarted engine",
+            "the reloaded engine",
             lambda: (
                 len(app.rows) == 1 and app.rows[0].id != row.id and app.rows[0].state == "ready"
             ),
         )
-        restarted = app.rows[0]
-        assert (restarted.port, restarted.served_name) == (row.port, row.served_name)
         pid = RecordStore(paths).all()[0].handle.pid
 
-        # Stop: the row goes, the route goes, the process goes.
+        # Stop: the router unloads it; the row is the catalog's again, the process is gone.
         await pilot.press("x")
-        await watch.until("the row to go", lambda: app.rows == (), 60)
+        await watch.until("the model to be unloaded", lambda: app.rows == (model,), 60)
         await watch.until("the route to go", lambda: not app.router.backends, 30)
         assert app.failure is None
         assert RecordStore(paths).all() == []
@@ -180,5 +185,5 @@ async def _scenario(paths: StatePaths) -> None:
         assert watch.longest_stall_s < MAX_UI_STALL_S, watch.longest_stall_s
 
 
-def test_start_from_the_picker_restart_and_stop(state: StatePaths) -> None:
+def test_load_from_the_catalog_reload_and_unload(state: StatePaths) -> None:
     asyncio.run(_scenario(state))

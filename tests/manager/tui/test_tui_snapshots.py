@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 
 from manager.readiness.gpu import GpuInfo
 from manager.tui.app import DashboardApp
+from manager.tui.feed import CatalogModel
 from manager.tui.log_pane import LogPane
 
 MakeDashboard = Callable[..., Any]  # the `dashboard` fixture of conftest.py
@@ -20,6 +21,7 @@ GIB = 1024**3
 SIZE = (130, 34)
 FIXED_LOG_LINES = 3  # in the fixed engine's log (conftest.py)
 SAMPLES = 9  # metrics samples taken before the screenshot: a full sparkline
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the fixed engine's (conftest.py)
 
 
 async def settle(pilot: Pilot[Any]) -> None:
@@ -41,6 +43,18 @@ def test_no_engines(snap_compare: Any, dashboard: MakeDashboard) -> None:
 
 def test_one_ready_engine(snap_compare: Any, dashboard: MakeDashboard) -> None:
     assert snap_compare(dashboard(engines=1), terminal_size=SIZE, run_before=settle)
+
+
+def test_an_engine_and_the_store_models_it_does_not_serve(
+    snap_compare: Any, dashboard: MakeDashboard
+) -> None:
+    catalog = (
+        CatalogModel(SMOLLM2, SMOLLM2, "loaded"),  # NOTE: the engine's row shows it
+        CatalogModel("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct", "unloaded"),
+        CatalogModel("acme/tiny", "tiny", "loading"),
+    )
+    app = dashboard(engines=1, catalog=catalog)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
 
 
 def test_start_blocked(snap_compare: Any, dashboard: MakeDashboard) -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from manager.state.machine import EngineState
 from manager.state.records import EngineRecord
 from manager.tui.engines_table import sparkline, uptime
-from manager.tui.feed import LiveRecord
+from manager.tui.feed import CatalogModel, LiveRecord
 from manager.tui.metrics import MetricsSample
 from manager.tui.router_view import RouterView
-from manager.tui.rows import display_state
+from manager.tui.rows import display_state, engine_rows
 from manager.tui.throughput import HISTORY, Throughput
 
 
@@ -63,3 +64,28 @@ def test_table_cells() -> None:
     assert [uptime(s) for s in (42, 185, 7620, 273600)] == ["42s", "3m05s", "2h07m", "3d04h"]
     assert sparkline((0.0, 5.0, 10.0), width=4) == " ▁▅█"
     assert sparkline((0.0, 0.0), width=2) == "▁▁"
+
+
+def test_rows_are_the_engines_then_the_store_models_no_engine_serves(
+    make_record: Callable[[EngineState], EngineRecord],
+) -> None:
+    pinned = make_record(EngineState.READY)
+    loaded = dataclasses.replace(
+        pinned, labels={"gomgr.on_demand": "1", "gomgr.expires_at": "1000"}
+    )
+    router = RouterView("http://r", True)
+    catalog = (
+        CatalogModel("org/b", "b", "unloaded"),
+        CatalogModel(pinned.handle.spec.repo, pinned.handle.spec.served_name, "loaded"),
+        CatalogModel("org/c", "c", None),
+    )
+    rows = engine_rows((LiveRecord(pinned, True),), router, {}, 900.0, catalog)
+    assert [(r.served_name, r.state, r.expires, r.loaded) for r in rows] == [
+        (pinned.handle.spec.served_name, "unrouted", "pinned", True),
+        ("b", "unloaded", None, False),
+        ("c", "unloaded", None, False),  # NOTE: no router answers: nothing is loaded
+    ]
+    [row] = engine_rows((LiveRecord(loaded, True),), router, {}, 900.0)
+    assert row.expires == "in 100s"
+    [row] = engine_rows((LiveRecord(loaded, True),), router, {}, 1000.5)
+    assert row.expires == "due"
