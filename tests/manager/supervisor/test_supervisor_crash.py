@@ -71,6 +71,9 @@ def _kill_and_see_it_reaped(env: Env) -> EngineRecord:
     while RecordStore(env.state).get(record.id) is not None:
         assert time.monotonic() - killed < RECORD_GONE_S, "the dead engine's record stayed"
         time.sleep(0.1)
+    while f"engine {record.id} " not in _router_log(env):  # NOTE: written just after
+        assert time.monotonic() - killed < RECORD_GONE_S, "no log line said what died"
+        time.sleep(0.1)
     return record
 
 
