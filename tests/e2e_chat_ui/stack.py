@@ -1,5 +1,6 @@
 """gomgr's side of the chat-UI tests: a router with an Ollama port and SmolLM2 behind it, or
-the background router (`gomgr router start`, the supervisor) with SmolLM2 in its store only.
+the supervisor (`gomgr router start`, or `gomgr serve` for an Ollama port) with SmolLM2 in its
+store only.
 
 Everything is isolated (state dir, config dir, router port, token file) the way a user's
 own `gomgr` would run, with the session's model store so nothing is downloaded again.
@@ -54,10 +55,12 @@ class ChatStack:
             timeout=timeout_s, check=False,
         )  # fmt: skip
 
-    def serve_router(self, log_path: Path) -> None:
-        """`gomgr router serve --ollama-port` in the foreground of a child, as a user runs it."""
+    def serve_router(self, log_path: Path, *, supervised: bool = False) -> None:
+        """`gomgr router serve --ollama-port` in the foreground of a child, as a user runs it;
+        `supervised`: `gomgr serve --ollama-port`, the router with the supervisor."""
+        serve = ["serve"] if supervised else ["router", "serve"]
         command = [
-            str(GOMGR), "router", "serve", "--port", str(self.router_port),
+            str(GOMGR), *serve, "--port", str(self.router_port),
             "--ollama-port", str(self.ollama_port),
         ]  # fmt: skip
         self.router = launch(command, self.vars, log_path)

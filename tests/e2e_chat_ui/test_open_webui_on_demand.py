@@ -1,6 +1,7 @@
-"""Models on demand in Open WebUI (issue #23 done-when): with only `gomgr router start` (the
-supervisor) and SmolLM2 in the store, no `gomgr start`, Open WebUI's model picker lists the
-unloaded model and a chat with it gets an answer, the first request loading it."""
+"""Models on demand in Open WebUI (issue #23 done-when): with only the supervisor running
+(`gomgr router start`; `gomgr serve` for the Ollama connection) and SmolLM2 in the store, no
+`gomgr start`, Open WebUI's model picker lists the unloaded model and a chat with it gets an
+answer, the first request loading it; through each of its connections."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.e2e_chat_ui.open_webui import (
     OpenChat,
     OpenWebUI,
     launch_open_webui,
-)  # fmt: skip
+)
 from tests.e2e_chat_ui.stack import SMOLLM2_REPO, ChatStack, isolated_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.chat_ui]
@@ -28,23 +29,33 @@ pytestmark = [pytest.mark.slow, pytest.mark.chat_ui]
 LOAD_AND_ANSWER_MS = 420_000
 
 
-@pytest.fixture(scope="module")
-def on_demand_stack(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator[ChatStack]:
-    root = tmp_path_factory.mktemp("on_demand_stack")
-    stack = isolated_stack(root, smollm2_dir.parents[1])
+@pytest.fixture(params=list(Connection))
+def connection(request: pytest.FixtureRequest) -> Connection:
+    return Connection(request.param)
+
+
+@pytest.fixture
+def on_demand_stack(
+    tmp_path: Path, smollm2_dir: Path, connection: Connection
+) -> Iterator[ChatStack]:
+    """OpenAI: `gomgr router start`, as the issue's user runs it; Ollama: `gomgr serve
+    --ollama-port` (the background router has no Ollama port)."""
+    stack = isolated_stack(tmp_path, smollm2_dir.parents[1])
     try:
-        stack.start_background_router()
+        if connection is Connection.OPENAI:
+            stack.start_background_router()
+        else:
+            stack.serve_router(tmp_path / "router.log", supervised=True)
         yield stack
     finally:
         stack.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def webui(
-    tmp_path_factory: pytest.TempPathFactory, open_webui_executable: Path, on_demand_stack: ChatStack
+    tmp_path: Path, open_webui_executable: Path, on_demand_stack: ChatStack, connection: Connection
 ) -> Iterator[OpenWebUI]:
-    root = tmp_path_factory.mktemp("open_webui_on_demand")
-    started = launch_open_webui(open_webui_executable, Connection.OPENAI, on_demand_stack, root)
+    started = launch_open_webui(open_webui_executable, connection, on_demand_stack, tmp_path)
     try:
         started.served.wait_ready(f"{started.url}/health", START_TIMEOUT_S)
         yield started
