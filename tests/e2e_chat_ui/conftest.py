@@ -30,7 +30,7 @@ REQUIRE_ENV = "GOMGR_REQUIRE_WEBUI"
 
 @pytest.fixture(scope="package")
 def chat_stack(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator[ChatStack]:
-    """`gomgr router serve --ollama-port`, then `gomgr start` SmolLM2 under two served names.
+    """`gomgr serve --ollama-port`, then `gomgr start` SmolLM2 under two served names.
 
     NOTE: test_open_webui.py's last test stops SECOND_MODEL; it runs after the others here.
     """

@@ -1,6 +1,5 @@
-"""gomgr's side of the chat-UI tests: a router with an Ollama port and SmolLM2 behind it, or
-the supervisor (`gomgr router start`, or `gomgr serve` for an Ollama port) with SmolLM2 in its
-store only.
+"""gomgr's side of the chat-UI tests: the router with the supervisor (`gomgr serve` with an
+Ollama port, or `gomgr router start`), SmolLM2 in its store, started or not.
 
 Everything is isolated (state dir, config dir, router port, token file) the way a user's
 own `gomgr` would run, with the session's model store so nothing is downloaded again.
@@ -55,12 +54,11 @@ class ChatStack:
             timeout=timeout_s, check=False,
         )  # fmt: skip
 
-    def serve_router(self, log_path: Path, *, supervised: bool = False) -> None:
-        """`gomgr router serve --ollama-port` in the foreground of a child, as a user runs it;
-        `supervised`: `gomgr serve --ollama-port`, the router with the supervisor."""
-        serve = ["serve"] if supervised else ["router", "serve"]
+    def serve_router(self, log_path: Path) -> None:
+        """`gomgr serve --ollama-port` (the router with the supervisor, which `gomgr start`
+        asks to start engines) in the foreground of a child, as a user runs it."""
         command = [
-            str(GOMGR), *serve, "--port", str(self.router_port),
+            str(GOMGR), "serve", "--port", str(self.router_port),
             "--ollama-port", str(self.ollama_port),
         ]  # fmt: skip
         self.router = launch(command, self.vars, log_path)

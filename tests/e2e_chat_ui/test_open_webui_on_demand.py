@@ -45,7 +45,7 @@ def on_demand_stack(
         if connection is Connection.OPENAI:
             stack.start_background_router()
         else:
-            stack.serve_router(tmp_path / "router.log", supervised=True)
+            stack.serve_router(tmp_path / "router.log")
         yield stack
     finally:
         stack.close()
