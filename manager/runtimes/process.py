@@ -18,6 +18,16 @@ from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
 
 FOLLOW_POLL_S = 0.2
+# NOTE: the engines this process started, kept so their exit status is collected: in a
+# long-lived starter (the supervisor) every engine another process stopped would otherwise
+# stay a zombie, "running" to psutil, until the starter exits.
+_started: dict[int, tuple[subprocess.Popen[bytes], float]] = {}  # pid → (it, create time)
+
+
+def collect_exited_children() -> None:
+    """Collect the exit status of every engine this process started that has ended."""
+    for popen, _ in list(_started.values()):
+        popen.poll()
 
 
 class ProcessRuntime(Runtime):
@@ -43,9 +53,10 @@ class ProcessRuntime(Runtime):
                 self.command(spec), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True, env={**os.environ, **dict(spec.env)},
             )
+        create_time = psutil.Process(process.pid).create_time()
+        _started[process.pid] = (process, create_time)
         handle = EngineHandle(
-            spec=spec, runtime=self.name, pid=process.pid,
-            create_time=psutil.Process(process.pid).create_time(), log_path=log_path,
+            spec=spec, runtime=self.name, pid=process.pid, create_time=create_time, log_path=log_path,
             started_at=time.time(),
         )
         self.records.save(EngineRecord(handle, EngineState.STARTING))
@@ -70,14 +81,10 @@ class ProcessRuntime(Runtime):
     def exit_code(self, handle: EngineHandle) -> int | None:
         """Known only for an engine that was this process's child (the supervisor's own),
         whose exit status is collected here; -9 for SIGKILL."""
-        try:
-            process = psutil.Process(handle.pid)
-            if abs(process.create_time() - handle.create_time) > 0.5:
-                return None
-            pid, status = os.waitpid(handle.pid, os.WNOHANG)
-        except (psutil.NoSuchProcess, ChildProcessError):
+        popen, create_time = _started.get(handle.pid, (None, 0.0))
+        if popen is None or abs(create_time - handle.create_time) > 0.5:
             return None
-        return os.waitstatus_to_exitcode(status) if pid else None
+        return popen.poll()
 
     def logs(self, handle: EngineHandle, lines: int) -> list[str]:
         try:

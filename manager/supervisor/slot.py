@@ -35,6 +35,7 @@ class ModelSlot:
     size_bytes: int | None
     created: int
     keep_alive_s: float  # the last request's keep_alive, else the default
+    default_keep_alive_s: float  # GOMGR_KEEP_ALIVE, or the --keep-alive of a gomgr start
     state: LoadState = LoadState.UNLOADED
     record: EngineRecord | None = None  # the engine, while loaded or unloading
     task: asyncio.Task[None] | None = None  # the load or unload under way (or last done)

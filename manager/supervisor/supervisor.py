@@ -17,6 +17,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from manager.models.store import ModelStore
+from manager.runtimes.process import collect_exited_children
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
 from manager.supervisor.admission import FRESH_S, judge, unload_candidates, waited_too_long
@@ -126,8 +127,8 @@ class Supervisor(ModelLoader):
         slot.in_flight += 1
         slot.last_used = time.monotonic()
         slot.fresh_until = 0.0
-        if keep_alive_s is not None:
-            slot.keep_alive_s = keep_alive_s
+        # NOTE: as Ollama: a request's keep_alive holds for it, one without gets the default.
+        slot.keep_alive_s = slot.default_keep_alive_s if keep_alive_s is None else keep_alive_s
 
     def request_finished(self, model: str) -> None:
         slot = self._by_name.get(model)
@@ -251,6 +252,7 @@ class Supervisor(ModelLoader):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), REAP_TICK_S)
             self._wake.clear()
+            collect_exited_children()
             now = time.time()
             for slot in unload_candidates(list(self._slots.values()), self._registry):
                 if slot.expires_at is not None and slot.expires_at <= now:
@@ -271,6 +273,7 @@ class Supervisor(ModelLoader):
                     name=model.served_name, repo=model.repo, aliases=model.aliases,
                     size_bytes=model.size_bytes, created=model.created,
                     keep_alive_s=self._settings.keep_alive_s,
+                    default_keep_alive_s=self._settings.keep_alive_s,
                 )
         self._slots = slots
         self._by_name = {name: s for s in slots.values() for name in s.names()}
@@ -305,7 +308,7 @@ class Supervisor(ModelLoader):
         unload once idle that long. False where no unloaded store model has its name."""
         slot = self._take(record)
         if slot is not None:
-            slot.keep_alive_s = keep_alive_s
+            slot.keep_alive_s = slot.default_keep_alive_s = keep_alive_s
             self._set_expiry(slot)
         return slot is not None
 

@@ -159,6 +159,8 @@ def test_watch_applies_an_edited_file_and_unloads_an_idle_engine(
     hand = psutil.Process(by_hand["pid"])
     _until(lambda: "smollm2" not in env.routed_models(), 30, "the removed entry's route gone")
     _until(lambda: not hand.is_running(), 60, "the adopted engine unloaded after 2 s idle")
+    # NOTE: the engine ends before the watch's stop returns and it says so.
+    _until(lambda: f"unloaded {SMOLLM2_REPO}" in out.read_text(), 30, "the watch's unload line")
     assert env.routed_models() == []
     assert not psutil.pid_exists(replaced.handle.pid)
     [row] = env.ps()

@@ -39,7 +39,7 @@ def _slot(
     """A model of `size_gib`; loaded (and routed) on `gpu` when given one."""
     size = int(size_gib * GIB)
     footprint = Footprint(MemoryEstimate(size, 0, 0, size), 8192)
-    slot = ModelSlot(name, f"org/{name}", (), size, 0, 300.0, footprint=footprint, last_used=last_used)
+    slot = ModelSlot(name, f"org/{name}", (), size, 0, 300.0, 300.0, footprint=footprint, last_used=last_used)
     if gpu is not None:
         spec = EngineSpec(id=f"{name}-1", repo=slot.repo, model_dir=Path("/m"), served_name=name, port=1)
         handle = EngineHandle(spec, "process", 1, 0.0, Path("/log"), 0.0)

@@ -17,7 +17,7 @@ from router.registry import Registry
 
 
 def _loaded(registry: Registry) -> ModelSlot:
-    slot = ModelSlot("m", "org/m", (), 1, 0, 300.0, state=LoadState.LOADED)
+    slot = ModelSlot("m", "org/m", (), 1, 0, 300.0, 300.0, state=LoadState.LOADED)
     spec = EngineSpec(id="m-1", repo=slot.repo, model_dir=Path("/m"), served_name="m", port=1)
     slot.record = EngineRecord(EngineHandle(spec, "process", 1, 0.0, Path("/log"), 0.0), EngineState.READY)
     registry.register(Backend("m-1", "m", "http://127.0.0.1:1"))

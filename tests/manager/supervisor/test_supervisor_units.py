@@ -18,7 +18,7 @@ from router.registry import Registry
 
 
 def _slot(name: str, state: LoadState = LoadState.UNLOADED, last_used: float = 0.0) -> ModelSlot:
-    slot = ModelSlot(name, f"org/{name}", (), 1, 0, DEFAULT_KEEP_ALIVE_S, last_used=last_used)
+    slot = ModelSlot(name, f"org/{name}", (), 1, 0, DEFAULT_KEEP_ALIVE_S, DEFAULT_KEEP_ALIVE_S, last_used=last_used)
     slot.state = state
     if state in (LoadState.LOADED, LoadState.UNLOADING):
         spec = EngineSpec(id=f"{name}-1", repo=slot.repo, model_dir=Path("/m"), served_name=name, port=1)
@@ -68,3 +68,20 @@ def test_unload_candidates_are_idle_and_least_recently_used_first() -> None:
         assert slot.record is not None
         registry.register(Backend(slot.record.id, slot.name, "http://127.0.0.1:1"))
     assert unload_candidates([new, busy, old], registry) == [old, new]
+
+
+def test_a_request_without_keep_alive_gets_the_default_again(tmp_path: Path) -> None:
+    """Ollama's semantics: keep_alive 0 on one request does not stick to the next one."""
+    from manager.models.store import ModelStore
+    from manager.state.paths import StatePaths
+    from manager.supervisor.supervisor import Supervisor
+
+    settings = SupervisorSettings(keep_alive_s=DEFAULT_KEEP_ALIVE_S, max_loaded=None)
+    supervisor = Supervisor(StatePaths(tmp_path / "state"), ModelStore(tmp_path / "store"), Registry(), settings)
+    slot = _slot("m")
+    supervisor._slots, supervisor._by_name = {"m": slot}, {"m": slot}  # NOTE: placed by hand
+    supervisor.request_started("m", 0.0)
+    supervisor.request_finished("m")
+    assert slot.keep_alive_s == 0.0
+    supervisor.request_started("m", None)
+    assert slot.keep_alive_s == DEFAULT_KEEP_ALIVE_S
