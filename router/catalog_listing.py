@@ -48,7 +48,3 @@ def listing(registry: Registry, loader: ModelLoader | None) -> list[Listed]:
     shown += [Listed(e.name, None, e) for e in entries if served.isdisjoint(e.names())]
     return shown
 
-
-def catalog_entry(loader: ModelLoader | None, name: str) -> CatalogEntry | None:
-    entries = loader.catalog() if loader is not None else []
-    return next((e for e in entries if name in e.names()), None)

@@ -52,6 +52,11 @@ class ModelLoader(ABC):
     def catalog(self) -> list[CatalogEntry]:
         """Every model the loader can serve, loaded or not."""
 
+    def entry(self, model: str) -> CatalogEntry | None:
+        """The catalog entry `model` (a name or an alias) stands for; asked on every request,
+        so a loader with many models answers it from an index."""
+        return next((e for e in self.catalog() if model in e.names()), None)
+
     @abstractmethod
     async def ensure_loaded(self, model: str) -> None:
         """Return once a ready backend for ``model`` (a name or alias in the catalog) is

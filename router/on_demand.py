@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from router.catalog_listing import catalog_entry
 from router.errors import RouterError
 from router.loader import CatalogEntry, LoadFailed, ModelLoader
 from router.registry import RETRY_AFTER_S, Registry
@@ -39,7 +38,7 @@ class OnDemand:
 
     def entry(self, model: str) -> CatalogEntry | None:
         """The catalog entry `model` (a name or an alias) stands for, if any."""
-        return catalog_entry(self.loader, model)
+        return self.loader.entry(model)
 
     def available(self) -> list[str]:
         """Every name a request may give: the registry's served models and the catalog's."""

@@ -95,6 +95,10 @@ class Supervisor(ModelLoader):
     def catalog(self) -> list[CatalogEntry]:
         return [self._entry(slot) for slot in self._slots.values()]
 
+    def entry(self, model: str) -> CatalogEntry | None:
+        slot = self._by_name.get(model)
+        return None if slot is None else self._entry(slot)
+
     async def ensure_loaded(self, model: str) -> None:
         slot = self._by_name.get(model)
         if slot is None:
