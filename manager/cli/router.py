@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from manager.cli.output import errors_as_one_line
+from manager.cli.serve import serve
 from manager.state.paths import StatePaths
 
 # NOTE: the commands import the router link (the HTTP client, psutil) themselves: `gomgr
@@ -19,34 +19,9 @@ router_app = typer.Typer(
 )
 
 
-@router_app.command("serve")
-def router_serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port for the OpenAI, Anthropic and Ollama routes.")] = 8000,
-    ollama_port: Annotated[
-        int | None, typer.Option(help="Also listen here, e.g. 11434 for Ollama clients.")
-    ] = None,
-    admin_token_file: Annotated[
-        Path | None,
-        typer.Option(help="Admin token file (0600; created if absent). Default: "
-                     "$GOMGR_ROUTER_TOKEN_FILE, else ${XDG_STATE_HOME:-~/.local/state}/gomgr/router.token."),
-    ] = None,
-    api_key: Annotated[
-        list[str] | None, typer.Option(help="A client API key (repeatable); none: no key needed.")
-    ] = None,
-    cors_origin: Annotated[
-        list[str] | None, typer.Option(help="An allowed CORS origin, or * (repeatable).")
-    ] = None,
-) -> None:
-    """Run the router in the foreground until Ctrl-C."""
-    # NOTE: imported here so other commands do not pay for FastAPI and uvicorn at start-up.
-    from router.app import serve
-    from router.config import RouterConfig
-
-    serve(RouterConfig(
-        host=host, port=port, ollama_port=ollama_port, admin_token_file=admin_token_file,
-        api_keys=tuple(api_key or ()), cors_origins=tuple(cors_origin or ()),
-    ))
+# NOTE: the same command as `gomgr serve`: a foreground router without the supervisor would
+# lack the engine API that `gomgr start / stop` use (`python -m router` is that bare router).
+router_app.command("serve", help="Run the router (with the supervisor) in the foreground until Ctrl-C; as `gomgr serve`.")(serve)
 
 
 @router_app.command("start")

@@ -1,4 +1,5 @@
-"""`gomgr serve`: the router and the supervisor in the foreground; store models load on demand."""
+"""`gomgr serve` (and `gomgr router serve`): the router and the supervisor in the foreground;
+store models load on demand, and `gomgr start / stop` run through it."""
 
 from __future__ import annotations
 
@@ -17,8 +18,13 @@ def serve(
     api_key: Annotated[
         list[str] | None, typer.Option(help="A client API key (repeatable); none: no key needed.")
     ] = None,
+    cors_origin: Annotated[
+        list[str] | None, typer.Option(help="An allowed CORS origin, or * (repeatable).")
+    ] = None,
     admin_token_file: Annotated[
-        Path | None, typer.Option(help="Admin token file (default: as `gomgr router serve`).")
+        Path | None,
+        typer.Option(help="Admin token file (0600; created if absent). Default: "
+                     "$GOMGR_ROUTER_TOKEN_FILE, else ${XDG_STATE_HOME:-~/.local/state}/gomgr/router.token."),
     ] = None,
 ) -> None:
     """Serve every model in the store until Ctrl-C: each loads on its first request and unloads
@@ -29,5 +35,5 @@ def serve(
 
     serve_supervised(RouterConfig(
         host=host, port=port, ollama_port=ollama_port, admin_token_file=admin_token_file,
-        api_keys=tuple(api_key or ()),
+        api_keys=tuple(api_key or ()), cors_origins=tuple(cors_origin or ()),
     ))
