@@ -40,24 +40,25 @@ def apply(
     from manager.lifecycle.router_link import RouterLink
     from manager.lifecycle.watch import Watcher, WatchSettings
     from manager.models.progress import SilentProgress
+    from manager.supervisor.engine_client import EngineClient
 
     paths = StatePaths.from_env()
     with errors_as_one_line():
+        # NOTE: read here first, so a bad file is one line before any router starts.
         desired = load_desired_state(file)
-        if watch:
+        # NOTE: a dry run changes nothing, and --watch runs here in the foreground; an apply
+        # is the supervisor's, so it writes the records and lists the file's entries.
+        if watch or dry_run:
             applier = Applier(paths, RouterLink.from_paths(paths), SilentProgress(), say, timeout)
+            if dry_run:
+                for line in applier.plan(desired).lines():
+                    typer.echo(line)
+                return
             Watcher(desired, applier, WatchSettings(interval_s=interval), say).run()
             return
         with progress() as live:
-            applier = Applier(paths, RouterLink.from_paths(paths), live, typer.echo, timeout)
-            plan = applier.plan(desired)
-            for line in plan.lines():
-                typer.echo(line)
-            outcomes = [] if dry_run else applier.execute(plan)
-    failures = [o.failure for o in outcomes if o.failure is not None]
-    for outcome in outcomes:
-        typer.echo(outcome.describe(), err=outcome.failure is not None)
-        if outcome.failure is not None and outcome.failure.details:
-            typer.echo(outcome.failure.details, err=True)
-    if failures:
-        raise typer.Exit(failures[0].exit_code)
+            exit_code = EngineClient.from_paths(paths).apply(
+                file, timeout, live, typer.echo, lambda line: typer.echo(line, err=True)
+            )
+    if exit_code:
+        raise typer.Exit(exit_code)

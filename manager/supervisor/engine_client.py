@@ -1,4 +1,4 @@
-"""`gomgr start / restart / stop` as clients of the supervisor's engine API
+"""`gomgr start / restart / stop / apply` as clients of the supervisor's engine API
 (manager/supervisor/engine_api.py): the supervisor runs them, so it stays the one writer of
 engine records; this side starts it if none runs, shows the progress it streams, and turns its
 answer back into what the commands print, or the LifecycleError they exit with.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
@@ -22,7 +23,10 @@ from manager.supervisor.engine_messages import (
     ENGINE_EVENT,
     ENGINE_NOT_FOUND,
     AnnounceEvent,
+    AppliedEvent,
+    ApplyBody,
     FailedEvent,
+    OutcomeEvent,
     RestartBody,
     StartBody,
     StartedEvent,
@@ -55,13 +59,32 @@ class EngineClient:
             aliases=request.aliases, variant=request.variant, labels=request.labels,
             keep_alive=keep_alive,
         )
-        return self._events("/engines", body.model_dump_json(), progress, announce)
+        return self._started(self._events("/engines", body.model_dump_json(), progress, announce))
+
+    def apply(
+        self, file: Path, timeout_s: float, progress: Progress,
+        say: Callable[[str], None], complain: Callable[[str], None],
+    ) -> int:
+        """Apply the desired-state `file` through the supervisor: the plan and what each start
+        says go to `say`, each outcome as it is done (failures and their details to
+        `complain`); the exit code."""
+        body = ApplyBody(file=str(file.resolve()), timeout_s=timeout_s)
+
+        def outcome(event: OutcomeEvent) -> None:
+            (complain if event.failed else say)(event.text)
+            if event.details:
+                complain(event.details)
+
+        final = self._events("/apply", body.model_dump_json(), progress, say, outcome)
+        assert isinstance(final, AppliedEvent)
+        return final.exit_code
 
     def restart(
         self, target: str, progress: Progress, announce: Callable[[str], None], timeout_s: float
     ) -> Started:
         body = RestartBody(timeout_s=timeout_s)
-        return self._events(f"/engines/{target}/restart", body.model_dump_json(), progress, announce)
+        path = f"/engines/{target}/restart"
+        return self._started(self._events(path, body.model_dump_json(), progress, announce))
 
     def stop(self, target: str | None) -> tuple[StoppedEngine, ...]:
         """Stop the engines `target` names, or all of them; the ones stopped."""
@@ -76,8 +99,11 @@ class EngineClient:
         return StoppedOut.model_validate_json(reply.content).stopped
 
     def _events(
-        self, path: str, body: str, progress: Progress, announce: Callable[[str], None]
-    ) -> Started:
+        self, path: str, body: str, progress: Progress, announce: Callable[[str], None],
+        outcome: Callable[[OutcomeEvent], None] = lambda _event: None,
+    ) -> StartedEvent | AppliedEvent:
+        """Post `body` and follow the events it streams back to its last one; a `failed`
+        one is raised as the LifecycleError it was."""
         self.link.ensure()
         # NOTE: no read timeout: a start streams nothing while the engine loads (its own
         # timeout_s bounds that); closing the stream (Ctrl-C) makes the supervisor undo it.
@@ -101,10 +127,12 @@ class EngineClient:
                         progress.transferred(event.done, event.total)
                     elif isinstance(event, AnnounceEvent):
                         announce(event.text)
+                    elif isinstance(event, OutcomeEvent):
+                        outcome(event)
                     elif isinstance(event, FailedEvent):
                         raise _failed(event)
-                    elif isinstance(event, StartedEvent):
-                        return self._started(event)
+                    else:
+                        return event
         except httpx.TransportError as exc:
             raise RouterUnavailable(f"the supervisor at {self.link.url} went away: {exc}") from exc
         raise RouterUnavailable(
@@ -112,7 +140,8 @@ class EngineClient:
             f"see its log in {self.paths.router_dir}"
         )
 
-    def _started(self, event: StartedEvent) -> Started:
+    def _started(self, event: StartedEvent | AppliedEvent) -> Started:
+        assert isinstance(event, StartedEvent)
         record = RecordStore(self.paths).get(event.engine_id)
         if record is None:
             raise RouterUnavailable(

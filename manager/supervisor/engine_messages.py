@@ -1,5 +1,6 @@
-"""The supervisor's engine API on the wire: what `gomgr start / restart / stop` send, and the
-events a start streams back (one JSON object a line) until it ends in `started` or `failed`.
+"""The supervisor's engine API on the wire: what `gomgr start / restart / stop / apply` send,
+and the events a start or an apply streams back (one JSON object a line) until it ends in
+`started` or `applied`, or in `failed`.
 
 NOTE: a `started` event names the engine; the record itself is read from the state directory
 the CLI and the supervisor share, the one place records live.
@@ -41,6 +42,13 @@ class RestartBody(_Message):
     timeout_s: float = Field(gt=0)
 
 
+class ApplyBody(_Message):
+    """`gomgr apply -f FILE`: the file (an absolute path; the supervisor reads it itself)."""
+
+    file: str
+    timeout_s: float = Field(gt=0)
+
+
 class StepEvent(_Message):
     kind: Literal["step"] = "step"
     text: str
@@ -64,6 +72,20 @@ class StartedEvent(_Message):
     runtime_reason: str
 
 
+class OutcomeEvent(_Message):
+    """One action of an apply carried out; a failed one goes to stderr with its details."""
+
+    kind: Literal["outcome"] = "outcome"
+    text: str
+    failed: bool = False
+    details: str = ""
+
+
+class AppliedEvent(_Message):
+    kind: Literal["applied"] = "applied"
+    exit_code: int  # the first failed action's, else 0
+
+
 class FailedEvent(_Message):
     kind: Literal["failed"] = "failed"
     message: str
@@ -72,7 +94,8 @@ class FailedEvent(_Message):
 
 
 EngineEvent = Annotated[
-    StepEvent | TransferredEvent | AnnounceEvent | StartedEvent | FailedEvent,
+    StepEvent | TransferredEvent | AnnounceEvent | StartedEvent | OutcomeEvent | AppliedEvent
+    | FailedEvent,
     Field(discriminator="kind"),
 ]
 ENGINE_EVENT: TypeAdapter[EngineEvent] = TypeAdapter(EngineEvent)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from manager.lifecycle.desired_state import DesiredEngine
 from manager.lifecycle.errors import LifecycleError
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start import StartRequest, start_engine
@@ -28,13 +29,16 @@ NEVER = "never"
 
 def start_on_demand(
     repo: str, served_name: str, aliases: tuple[str, ...], paths: StatePaths, timeout_s: float,
-    gpu: int | None, footprint: Footprint | None,
+    gpu: int | None, footprint: Footprint | None, entry: DesiredEngine | None = None,
 ) -> EngineRecord:
     """Start and register an engine for `repo` on GPU `gpu` (None: the host), told the KV
-    share its footprint counts; LifecycleError as `gomgr start` raises it."""
+    share its footprint counts; a desired-state `entry` adds its runtime, port, variant and
+    `gomgr apply`'s labels. LifecycleError as `gomgr start` raises it."""
     request = StartRequest(
-        repo=repo, runtime="auto", port=None, served_name=served_name, timeout_s=timeout_s,
-        gpus="auto" if gpu is None else str(gpu), aliases=aliases, labels={ON_DEMAND_LABEL: "1"},
+        repo=repo, runtime=entry.runtime if entry else "auto", port=entry.port if entry else None,
+        served_name=served_name, timeout_s=timeout_s, gpus="auto" if gpu is None else str(gpu),
+        aliases=aliases, variant=entry.variant if entry else None,
+        labels={**(entry.labels() if entry else {}), ON_DEMAND_LABEL: "1"},
         kv_tokens=footprint.context_tokens if footprint else None,
     )
     return start_engine(request, paths, SilentProgress(), logger.info).record

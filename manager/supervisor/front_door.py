@@ -7,6 +7,7 @@ import os
 
 from manager.models.store import ModelStore
 from manager.state.paths import ROUTER_PORT_ENV, ROUTER_TOKEN_ENV, StatePaths
+from manager.supervisor.apply_api import apply_routes
 from manager.supervisor.engine_api import engine_routes
 from manager.supervisor.settings import SupervisorSettings
 from manager.supervisor.supervisor import Supervisor
@@ -36,4 +37,6 @@ def serve_supervised(config: RouterConfig, log_level: str = "info") -> None:
     registry = Registry()
     paths = StatePaths.from_env()
     supervisor = Supervisor(paths, ModelStore.from_env(), registry, settings)
-    serve(config, log_level, supervisor, registry=registry, owner_routes=engine_routes(supervisor, paths))
+    owner_routes = engine_routes(supervisor, paths)
+    owner_routes.include_router(apply_routes(supervisor, paths))
+    serve(config, log_level, supervisor, registry=registry, owner_routes=owner_routes)

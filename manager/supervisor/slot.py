@@ -10,6 +10,7 @@ import asyncio
 import threading
 from dataclasses import dataclass, field
 
+from manager.lifecycle.desired_state import DesiredEngine
 from manager.state.records import EngineRecord
 from manager.supervisor.footprint import Footprint
 from router.loader import LoadState
@@ -37,6 +38,7 @@ class ModelSlot:
     keep_alive_s: float  # the last request's keep_alive, else the default
     default_keep_alive_s: float  # GOMGR_KEEP_ALIVE, or the --keep-alive of a gomgr start
     state: LoadState = LoadState.UNLOADED
+    entry: DesiredEngine | None = None  # the desired-state entry it is (catalog.py)
     record: EngineRecord | None = None  # the engine, while loaded or unloading
     task: asyncio.Task[None] | None = None  # the load or unload under way (or last done)
     admitted: bool = False  # a load counted against the cap (settings.max_loaded)

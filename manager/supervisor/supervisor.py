@@ -16,12 +16,14 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from manager.lifecycle.desired_state import DesiredState
 from manager.models.store import ModelStore
 from manager.runtimes.process import collect_exited_children
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
 from manager.supervisor.admission import FRESH_S, judge, unload_candidates, waited_too_long
-from manager.supervisor.catalog import StoreModel, store_models
+from manager.supervisor.applied_state import recall
+from manager.supervisor.catalog import StoreModel, follow, offered_models
 from manager.supervisor.crash_backoff import CrashBackoff
 from manager.supervisor.engines import (
     failure_message,
@@ -68,7 +70,8 @@ class Supervisor(ModelLoader):
         self._reaper: asyncio.Task[None] | None = None
         self._crashes = CrashBackoff()
         self._exits = ExitReaper(paths, registry, self._engine_died)
-        self._refresh(store_models(store))
+        self._desired = recall(paths)
+        self._refresh(offered_models(store, self._desired))
 
     # -- ModelLoader ---------------------------------------------------------------------
 
@@ -166,7 +169,7 @@ class Supervisor(ModelLoader):
             await self._admit(slot)
             record = await asyncio.to_thread(
                 start_on_demand, slot.repo, slot.name, slot.aliases, self._paths,
-                self._settings.start_timeout_s, slot.gpu, slot.footprint,
+                self._settings.start_timeout_s, slot.gpu, slot.footprint, slot.entry,
             )
         except BaseException as exc:
             self._lock.transition(slot, LoadState.LOADING, LoadState.UNLOADED)
@@ -262,25 +265,19 @@ class Supervisor(ModelLoader):
                 if slot.expires_at is not None and slot.expires_at <= now:
                     self._begin_unload(slot)
             if time.monotonic() - scanned > STORE_RESCAN_S:
-                self._refresh(await asyncio.to_thread(store_models, self._store))
+                self._refresh(await asyncio.to_thread(offered_models, self._store, self._desired))
                 scanned = time.monotonic()
 
     # -- the catalog ---------------------------------------------------------------------
 
+    def desire(self, desired: DesiredState) -> None:
+        """`gomgr apply` handed over its desired state: its entries join the catalog."""
+        self._desired = desired
+        self._refresh(offered_models(self._store, desired))
+
     def _refresh(self, models: list[StoreModel]) -> None:
-        """Follow the store: new models get a slot, removed ones lose theirs unless loaded."""
-        seen = {m.served_name for m in models}
-        slots = {n: s for n, s in self._slots.items() if n in seen or s.state is not LoadState.UNLOADED}
-        for model in models:
-            if model.served_name not in slots:
-                slots[model.served_name] = ModelSlot(
-                    name=model.served_name, repo=model.repo, aliases=model.aliases,
-                    size_bytes=model.size_bytes, created=model.created,
-                    keep_alive_s=self._settings.keep_alive_s,
-                    default_keep_alive_s=self._settings.keep_alive_s,
-                )
-        self._slots = slots
-        self._by_name = {name: s for s in slots.values() for name in s.names()}
+        self._slots = follow(self._slots, models, self._settings.keep_alive_s)
+        self._by_name = {name: s for s in self._slots.values() for name in s.names()}
 
     def _entry(self, slot: ModelSlot) -> CatalogEntry:
         state, expires = slot.state, slot.expires_at
