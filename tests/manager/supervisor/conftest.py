@@ -1,5 +1,6 @@
-"""A model store of two models for the supervisor's swapping tests: the session's SmolLM2 and
-a copy of it imported as another model with `gomgr models pull DIR --name`."""
+"""Fixtures of the supervisor's tests: SmolLM2's served name, and a model store of two models
+for the swapping tests (the session's SmolLM2 and a copy of it imported as another model with
+`gomgr models pull DIR --name`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from manager.models.store import ModelStore, RepoId
+from manager.supervisor.catalog import served_name
 from tests.conftest import SMOLLM2_REPO
 from tests.support.gomgr_env import Env
 
@@ -21,3 +24,11 @@ def two_model_store(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path)
         pulled = importer.gomgr("models", "pull", str(smollm2_dir), "--name", name)
         assert pulled.returncode == 0, pulled.stderr
     return store
+
+
+@pytest.fixture(scope="session")
+def model(smollm2_dir: Path) -> str:
+    """The name the supervisor serves the store's SmolLM2 under."""
+    stored = ModelStore(smollm2_dir.parents[1]).get(RepoId.parse(SMOLLM2_REPO))
+    assert stored is not None
+    return served_name(stored)

@@ -12,14 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import openai
-import psutil
 import pytest
 
-from manager.models.store import ModelStore, RepoId
 from manager.state.records import EngineRecord, RecordStore
-from manager.supervisor.catalog import served_name
-from tests.conftest import SMOLLM2_REPO
 from tests.support.gomgr_env import Env
+from tests.support.on_demand import alive, ask
 
 pytestmark = pytest.mark.slow
 
@@ -38,21 +35,6 @@ def env(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator
     assert started.returncode == 0, started.stderr
     yield built
     built.end_everything()
-
-
-@pytest.fixture(scope="module")
-def model(smollm2_dir: Path) -> str:
-    stored = ModelStore(smollm2_dir.parents[1]).get(RepoId.parse(SMOLLM2_REPO))
-    assert stored is not None
-    return served_name(stored)
-
-
-def _ask(env: Env, model: str) -> str:
-    client = openai.OpenAI(base_url=f"{env.router_url}/v1", api_key="unused", timeout=300, max_retries=0)
-    reply = client.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": "Say hi."}], max_tokens=4,
-    )
-    return reply.choices[0].message.content or ""
 
 
 def _engine(env: Env) -> EngineRecord:
@@ -81,32 +63,25 @@ def _router_log(env: Env) -> str:
     return env.daemon().log_path.read_text(errors="replace")
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def test_a_killed_engine_is_reaped_and_the_next_request_loads_it_again(env: Env, model: str) -> None:
-    assert _ask(env, model)
+    assert ask(env, model)
     dead = _kill_and_see_it_reaped(env)
     log = _router_log(env)
     assert f"engine {dead.id} ({model}, process) died with exit code -9" in log
     assert "crashes in a row: 1; the next request for" in log
 
-    assert _ask(env, model)
+    assert ask(env, model)
     assert _engine(env).id != dead.id
 
 
 def test_repeated_crashes_back_off_then_answer_503_with_the_cause(env: Env, model: str) -> None:
     _kill_and_see_it_reaped(env)  # the 2nd crash in a row: the next load waits 2 s, held
-    assert _ask(env, model)
+    assert ask(env, model)
     _kill_and_see_it_reaped(env)  # the 3rd: 4 s, held
-    assert _ask(env, model)
+    assert ask(env, model)
     _kill_and_see_it_reaped(env)  # the 4th: 8 s, longer than a request is held
     with pytest.raises(openai.APIStatusError) as refused:
-        _ask(env, model)
+        ask(env, model)
     error = refused.value
     assert error.status_code == 503
     assert int(error.response.headers["Retry-After"]) > 5
@@ -124,15 +99,15 @@ def test_a_restarted_supervisor_adopts_what_runs_and_reaps_what_died(env: Env, m
     running = _engine(env)
 
     _kill_supervisor(env)
-    assert not _gone(running.handle.pid)  # an engine outlives its supervisor
+    assert alive(running.handle.pid)  # an engine outlives its supervisor
     _router_start(env)
     assert env.routed_models() == [model]
-    assert _ask(env, model)
+    assert ask(env, model)
     assert _engine(env).id == running.id  # adopted: no second engine
 
     _kill_supervisor(env)
     os.kill(running.handle.pid, signal.SIGKILL)  # NOTE: dies while no supervisor runs
-    while not _gone(running.handle.pid):
+    while alive(running.handle.pid):
         time.sleep(0.05)
     _router_start(env)
     assert RecordStore(env.state).get(running.id) is None
@@ -141,7 +116,7 @@ def test_a_restarted_supervisor_adopts_what_runs_and_reaps_what_died(env: Env, m
 
 def _answered(env: Env, model: str) -> bool:
     try:
-        return bool(_ask(env, model))
+        return bool(ask(env, model))
     except openai.APIStatusError as exc:
         assert exc.status_code == 503, exc
         return False
@@ -151,7 +126,7 @@ def _kill_supervisor(env: Env) -> None:
     supervisor = env.daemon().running()
     assert supervisor is not None
     os.kill(supervisor.pid, signal.SIGKILL)
-    while not _gone(supervisor.pid):
+    while alive(supervisor.pid):
         time.sleep(0.05)
 
 
