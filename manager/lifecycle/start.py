@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import secrets
@@ -9,7 +10,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from manager.lifecycle.errors import StartBlocked
+from manager.lifecycle.errors import EngineFailed, StartBlocked
 from manager.lifecycle.health_wait import never, wait_until_healthy
 from manager.lifecycle.planning import check_before_download, plan_start
 from manager.lifecycle.reconcile import reconcile
@@ -20,7 +21,7 @@ from manager.runtimes.base import ENGINE_HOST, EngineSpec, RuntimeStartError
 from manager.runtimes.registry import get_runtime
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
-from manager.state.records import EngineRecord, RecordStore
+from manager.state.records import EngineRecord, RecordStore, StateConflict
 
 
 @dataclass(frozen=True)
@@ -82,11 +83,20 @@ def start_engine(
         record = records.get(spec.id) or EngineRecord(handle, EngineState.STARTING)
         record = dataclasses.replace(record, labels=dict(request.labels), variant=request.variant)
         records.save(record)
-        wait_until_healthy(runtime, handle, request.timeout_s, cancelled)
+        try:
+            wait_until_healthy(runtime, handle, request.timeout_s, cancelled)
+        except EngineFailed:
+            # NOTE: the record says so while the start cleans up after it (its log stays).
+            with contextlib.suppress(StateConflict):
+                record = records.set_state(record, EngineState.FAILED)
+            raise
         router.ensure()
         router.register(record)
         registered = True
-        record = records.set_state(record, EngineState.READY)
+        try:
+            record = records.set_state(record, EngineState.READY)
+        except StateConflict as exc:
+            raise EngineFailed(f"engine {spec.id} was stopped while it started: {exc}") from exc
     except BaseException:
         # NOTE: BaseException, so Ctrl-C during the wait also leaves nothing running.
         if registered:

@@ -8,7 +8,7 @@ from manager.lifecycle.router_link import RouterLink
 from manager.runtimes.registry import get_runtime
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
-from manager.state.records import EngineRecord, RecordStore
+from manager.state.records import EngineRecord, RecordStore, StateConflict
 
 
 def find_engines(records: list[EngineRecord], target: str) -> list[EngineRecord]:
@@ -32,9 +32,13 @@ def stop_engines(paths: StatePaths, target: str | None) -> list[EngineRecord]:
 
 
 def stop_record(record: EngineRecord, paths: StatePaths, router: RouterLink) -> None:
-    """Deregister one engine, end it and remove its record and log."""
+    """Deregister one engine, end it and remove its record and log; nothing when another
+    writer (a stop, the supervisor's reaper) took the engine first."""
     records = RecordStore(paths)
-    record = records.set_state(record, EngineState.STOPPING)
+    try:
+        record = records.set_state(record, EngineState.STOPPING)
+    except StateConflict:
+        return
     router.deregister(record.id)
     get_runtime(record.handle.runtime, paths).stop(record.handle)
     records.remove(record.id, keep_log=False)

@@ -82,9 +82,16 @@ class ProcessRuntime(Runtime):
         """Known only for an engine that was this process's child (the supervisor's own),
         whose exit status is collected here; -9 for SIGKILL."""
         popen, create_time = _started.get(handle.pid, (None, 0.0))
-        if popen is None or abs(create_time - handle.create_time) > 0.5:
+        if popen is not None and abs(create_time - handle.create_time) <= 0.5:
+            return popen.poll()
+        try:  # NOTE: a child this process started otherwise
+            process = psutil.Process(handle.pid)
+            if abs(process.create_time() - handle.create_time) > 0.5:
+                return None
+            pid, status = os.waitpid(handle.pid, os.WNOHANG)
+        except (psutil.NoSuchProcess, ChildProcessError):
             return None
-        return popen.poll()
+        return os.waitstatus_to_exitcode(status) if pid else None
 
     def logs(self, handle: EngineHandle, lines: int) -> list[str]:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
 import tempfile
@@ -15,6 +16,8 @@ from manager.state.machine import EngineState, transition
 from manager.state.paths import StatePaths
 
 RECORD_VERSION = 1
+# NOTE: held (flock) around each state change, across processes: the compare and the swap.
+LOCK_FILE = ".state.lock"
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,15 @@ def _container(data: dict[str, Any] | None) -> ContainerSpec | None:
     )
 
 
+class StateConflict(Exception):
+    """A state change lost its compare-and-swap: another writer moved the record first."""
+
+    def __init__(self, engine_id: str, expected: EngineState, found: EngineState | None) -> None:
+        now = "was removed" if found is None else f"is {found}"
+        super().__init__(f"engine {engine_id} {now}, no longer {expected}")
+        self.found = found
+
+
 class RecordStore:
     """Records and pid files; each write is atomic (temp file + rename)."""
 
@@ -107,8 +119,18 @@ class RecordStore:
         _write_atomic(self.pid_path(record.id), f"{record.handle.pid}\n")
 
     def set_state(self, record: EngineRecord, state: EngineState) -> EngineRecord:
-        updated = dataclasses.replace(record, state=transition(record.state, state))
-        self.save(updated)
+        """Compare-and-swap: `record`'s state becomes `state` if the record on disk is still in
+        `record.state`; StateConflict (and no change) if another writer moved it or removed
+        it meanwhile. The state machine (machine.py) must allow the step."""
+        new = transition(record.state, state)
+        self._paths.ensure(self.dir)
+        with open(self.dir / LOCK_FILE, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            current = self.get(record.id)
+            if current is None or current.state is not record.state:
+                raise StateConflict(record.id, record.state, current.state if current else None)
+            updated = dataclasses.replace(record, state=new)
+            self.save(updated)
         return updated
 
     def get(self, engine_id: str) -> EngineRecord | None:

@@ -21,7 +21,7 @@ from manager.runtimes.base import ExitStream, Runtime, RuntimeStartError
 from manager.runtimes.registry import get_runtime, runtime_names
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
-from manager.state.records import EngineRecord, RecordStore
+from manager.state.records import EngineRecord, RecordStore, StateConflict
 from router.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -119,8 +119,9 @@ class ExitReaper:
             runtime = self._runtime(record.handle.runtime)
             if not runtime.ended(record.handle):
                 continue
-            fresh = self._records.get(record.id)
-            if fresh is None or fresh.state is not EngineState.READY:
+            try:
+                fresh = self._records.set_state(record, EngineState.FAILED)
+            except StateConflict:
                 continue  # NOTE: its owner is stopping it (an unload, `gomgr stop`)
             with self._codes_lock:
                 code = self._exit_codes.pop(record.id, None)
