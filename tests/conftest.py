@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,13 @@ import torch
 # so engine subprocesses that inherit the variable never read it.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# NOTE: a suite started in the background of a non-interactive shell (`make test &`, CI) has
+# SIGINT ignored, and every process it starts inherits that: the tests that press Ctrl-C on a
+# `gomgr` command would find it deaf. A handler (unlike SIG_IGN) is reset to the default on
+# exec, so the commands the tests start answer SIGINT as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SMOLLM2_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
 # NOTE: marks of tests whose one-time installs (the engine image, Open WebUI) CI runs in the
