@@ -18,6 +18,7 @@ from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
 
 FOLLOW_POLL_S = 0.2
+EXIT_WAIT_S = 1.0
 # NOTE: the engines this process started, kept so their exit status is collected: in a
 # long-lived starter (the supervisor) every engine another process stopped would otherwise
 # stay a zombie, "running" to psutil, until the starter exits.
@@ -83,7 +84,12 @@ class ProcessRuntime(Runtime):
         whose exit status is collected here; -9 for SIGKILL."""
         popen, create_time = _started.get(handle.pid, (None, 0.0))
         if popen is not None and abs(create_time - handle.create_time) <= 0.5:
-            return popen.poll()
+            # NOTE: wait, not poll: a poll while another thread collects the status (the
+            # supervisor's sweep) answers None at once; an ended engine's wait is immediate.
+            try:
+                return popen.wait(timeout=EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                return None
         try:  # NOTE: a child this process started otherwise
             process = psutil.Process(handle.pid)
             if abs(process.create_time() - handle.create_time) > 0.5:
