@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from manager.runtimes.base import ExitStream, Runtime, RuntimeStartError
+from manager.runtimes.process import collect_exited_children
 from manager.runtimes.registry import get_runtime, runtime_names
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
@@ -102,6 +103,10 @@ class ExitReaper:
 
     async def _run(self) -> None:
         while True:
+            # NOTE: every sweep also collects the exit status of engines this process started
+            # and another one stopped (`gomgr stop` with no supervisor, `apply --watch`), which
+            # would otherwise stay zombies that psutil calls running.
+            collect_exited_children()
             try:
                 await self.reap()
             except Exception:  # NOTE: one failed sweep (a file being written, a daemon gone)

@@ -18,7 +18,6 @@ from typing import Any
 
 from manager.lifecycle.desired_state import DesiredState
 from manager.models.store import ModelStore
-from manager.runtimes.process import collect_exited_children
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord
 from manager.supervisor.admission import FRESH_S, judge, unload_candidates, waited_too_long
@@ -259,7 +258,6 @@ class Supervisor(ModelLoader):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), REAP_TICK_S)
             self._wake.clear()
-            collect_exited_children()
             now = time.time()
             for slot in unload_candidates(list(self._slots.values()), self._registry):
                 if slot.expires_at is not None and slot.expires_at <= now:
