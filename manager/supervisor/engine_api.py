@@ -16,7 +16,6 @@ behind the router's admin token (router/admin.py mounts them).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from fastapi import APIRouter
 from starlette.responses import StreamingResponse
@@ -69,17 +68,16 @@ def engine_routes(supervisor: Supervisor, paths: StatePaths) -> APIRouter:
             announce = announcer(emit)
             return start_engine(request, paths, EmittingProgress(emit, cancelled), announce, cancelled)
 
-        def after(started: Started, emit: Emit) -> None:
-            if keep_alive_s is None:
-                return
-            if not supervisor.keep_alive_for(started.record, keep_alive_s):
+        def finish(started: Started, emit: Emit) -> EngineEvent:
+            if keep_alive_s is not None and not supervisor.keep_alive_for(started.record, keep_alive_s):
                 emit(AnnounceEvent(
                     text=f"keep-alive not applied: {started.record.handle.spec.served_name} is not "
                     "a model of the store (import it with `gomgr models pull DIR --name`); the "
                     "engine runs until stopped",
                 ))
+            return _started(started, emit)
 
-        return stream_events(work, _started(after))
+        return stream_events(work, finish)
 
     @routes.post("/engines/{target:path}/restart")
     async def restart(target: str, body: RestartBody) -> StreamingResponse:
@@ -89,7 +87,7 @@ def engine_routes(supervisor: Supervisor, paths: StatePaths) -> APIRouter:
                 cancelled,
             )
 
-        return stream_events(work, _started(lambda _started, _emit: None))
+        return stream_events(work, _started)
 
     @routes.delete("/engines/{target:path}")
     async def stop_one(target: str) -> StoppedOut:
@@ -118,12 +116,8 @@ async def _stop(supervisor: Supervisor, paths: StatePaths, target: str | None) -
     return StoppedOut(stopped=tuple(StoppedEngine.of(r) for r in chosen))
 
 
-def _started(after: Callable[[Started, Emit], None]) -> Callable[[Started, Emit], EngineEvent]:
-    def finish(started: Started, emit: Emit) -> EngineEvent:
-        after(started, emit)
-        return StartedEvent(
-            engine_id=started.record.id, router_url=started.router_url,
-            runtime_reason=started.runtime_reason,
-        )
-
-    return finish
+def _started(started: Started, _emit: Emit) -> EngineEvent:
+    return StartedEvent(
+        engine_id=started.record.id, router_url=started.router_url,
+        runtime_reason=started.runtime_reason,
+    )
