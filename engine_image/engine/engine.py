@@ -6,7 +6,6 @@ output shape: ``{"text", "output_ids", "meta_info"}`` per sequence.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -120,18 +119,11 @@ class Engine:
     ) -> list[Req]:
         params.validate(self.runner.model_config.vocab_size)
         rid = uuid.uuid4().hex
-        if params.n == 1:
-            return [self.scheduler.new_request(rid, ids, params, return_logprob, top_logprobs_num)]
-        # NOTE: each of the n samples gets its own seed (seed + i) or they would all agree.
+        samples = params.per_sample()
+        rids = [rid] if len(samples) == 1 else [f"{rid}-{i}" for i in range(len(samples))]
         return [
-            self.scheduler.new_request(
-                f"{rid}-{i}",
-                ids,
-                dataclasses.replace(params, n=1, seed=None if params.seed is None else params.seed + i),
-                return_logprob,
-                top_logprobs_num,
-            )
-            for i in range(params.n)
+            self.scheduler.new_request(r, ids, sample, return_logprob, top_logprobs_num)
+            for r, sample in zip(rids, samples, strict=True)
         ]
 
     def _result(self, req: Req, latency: float) -> dict[str, Any]:

@@ -12,6 +12,9 @@ from typing import Any, Literal
 import msgspec
 import zmq
 
+from engine.ipc.finish_reason import FinishReason
+from engine.sampling.params import SamplingParams
+
 
 class Message(msgspec.Struct, frozen=True, tag=True):
     """Base of every IPC message.
@@ -26,11 +29,12 @@ class Message(msgspec.Struct, frozen=True, tag=True):
 
 
 class GenerateRequest(Message, frozen=True):
-    """One prompt; ``rids`` has one id per sample (n > 1 shares the prompt's KV)."""
+    """One prompt; ``rids`` has one id per sample (``params.n`` of them, sharing the prompt's
+    KV). ``params`` were validated where the request entered the engine."""
 
     rids: list[str]
     input_ids: list[int]
-    sampling_params: dict[str, Any]
+    params: SamplingParams
     return_logprob: bool = False
     top_logprobs_num: int = 0
 
@@ -99,7 +103,7 @@ class TokenOutputs(Message, frozen=True):
     new_token_ids: list[list[int]]
     new_logprobs: list[list[float]]
     new_top_logprobs: list[list[list[tuple[float, int]]]]
-    finish_reasons: list[dict[str, Any] | None]
+    finish_reasons: list[FinishReason | None]
     prompt_tokens: list[int]
     completion_tokens: list[int]
     cached_tokens: list[int]
@@ -143,7 +147,7 @@ class TextOutputs(Message, frozen=True):
     new_token_ids: list[list[int]]
     new_logprobs: list[list[float]]
     new_top_logprobs: list[list[list[tuple[float, int]]]]
-    finish_reasons: list[dict[str, Any] | None]
+    finish_reasons: list[FinishReason | None]
     prompt_tokens: list[int]
     completion_tokens: list[int]
     cached_tokens: list[int]

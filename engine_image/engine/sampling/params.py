@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
 from typing import Any
+
+import msgspec
 
 from engine.sampling.errors import InvalidSamplingParams
 
@@ -21,13 +22,13 @@ GRAMMAR_KINDS = ("json_schema", "regex", "ebnf")
 MAX_ABS_LOGIT_BIAS = 100.0
 
 
-@dataclass
-class SamplingParams:
+class SamplingParams(msgspec.Struct, frozen=True):
     """How one request samples; defaults match SGLang's `SamplingParams`.
 
-    `seed` makes the request reproducible (see `engine.sampling.seeding`). A request with
-    n > 1 is expanded by the scheduler into n sequences that must get distinct seeds
-    (seed, seed + 1, ..., seed + n - 1); otherwise all n would sample the same tokens.
+    Built once where a request enters the engine (`from_dict` + `validate`) and carried typed
+    from there on, through ZMQ included. `seed` makes the request reproducible (see
+    `engine.sampling.seeding`). A request with n > 1 is expanded into n sequences by
+    `per_sample`, which gives each its own seed; otherwise all n would sample the same tokens.
     """
 
     max_new_tokens: int = 128
@@ -38,8 +39,8 @@ class SamplingParams:
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
     repetition_penalty: float = 1.0
-    stop: list[str] = field(default_factory=list)
-    stop_token_ids: list[int] = field(default_factory=list)
+    stop: list[str] = []
+    stop_token_ids: list[int] = []
     ignore_eos: bool = False
     n: int = 1
     seed: int | None = None
@@ -54,11 +55,6 @@ class SamplingParams:
     # NOTE: as SGLang and OpenAI: token id (a decimal string, JSON keys being strings) → a bias
     # added to that token's logit before sampling.
     logit_bias: dict[str, float] | None = None
-
-    def __post_init__(self) -> None:
-        # NOTE: OpenAI allows `stop` to be a single string; store it as a one-element list.
-        if isinstance(self.stop, str):
-            self.stop = [self.stop]
 
     @property
     def is_greedy(self) -> bool:
@@ -83,12 +79,27 @@ class SamplingParams:
                 return kind, text
         return None
 
+    def __post_init__(self) -> None:
+        # NOTE: OpenAI allows `stop` to be a single string; keep it as a one-element list.
+        # force_setattr is msgspec's way to normalise a frozen Struct while it is built.
+        if isinstance(self.stop, str):
+            msgspec.structs.force_setattr(self, "stop", [self.stop])
+
+    def per_sample(self) -> list[SamplingParams]:
+        """The n single-sample params of this request: seed, seed + 1, ... when seeded."""
+        if self.n == 1:
+            return [self]
+        return [
+            msgspec.structs.replace(self, n=1, seed=None if self.seed is None else self.seed + i)
+            for i in range(self.n)
+        ]
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SamplingParams:
         """Build from a JSON-like mapping, rejecting unknown keys and wrongly typed values.
 
-        Only types are checked here; ranges are checked by `validate`, which needs the
-        model's vocab size.
+        Only types are checked here (OpenAI's single-string `stop` becomes a one-element
+        list); ranges are checked by `validate`, which needs the model's vocab size.
         """
         kwargs: dict[str, Any] = {}
         for key, value in d.items():
@@ -104,8 +115,8 @@ class SamplingParams:
         Types are re-checked so directly constructed params get the same clear errors;
         stop_token_ids are range-checked against `vocab_size` when it is given.
         """
-        for f in fields(self):
-            _FIELD_COERCERS[f.name](f.name, getattr(self, f.name))
+        for name, coerce in _FIELD_COERCERS.items():
+            coerce(name, getattr(self, name))
         if self.max_new_tokens < 0:
             _fail("max_new_tokens", "must be >= 0", self.max_new_tokens)
         if self.n < 1:
@@ -246,5 +257,6 @@ _COERCERS_BY_TYPE: dict[str, Callable[[str, object], Any]] = {
     "dict[str, float] | None": _as_optional_bias,
 }
 _FIELD_COERCERS: dict[str, Callable[[str, object], Any]] = {
-    f.name: _COERCERS_BY_TYPE[str(f.type)] for f in fields(SamplingParams)
+    name: _COERCERS_BY_TYPE[SamplingParams.__annotations__[name]]
+    for name in SamplingParams.__struct_fields__
 }

@@ -7,8 +7,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 
 from engine.constrained import CompiledGrammar, GrammarCache, InvalidGrammar
+from engine.ipc.finish_reason import FinishReason
 from engine.scheduler.outputs import StepOutput
-from engine.scheduler.request import FinishReason, Req
+from engine.scheduler.request import Req
 
 logger = logging.getLogger(__name__)
 

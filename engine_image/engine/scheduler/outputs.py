@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.scheduler.request import FinishReason
+from engine.ipc.finish_reason import FinishReason
 
 
 @dataclass(frozen=True)

@@ -1,36 +1,16 @@
-"""One generation request as the scheduler tracks it, and how it ended."""
+"""One generation request as the scheduler tracks it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from engine.constrained import GrammarMatcher
+from engine.ipc.finish_reason import FinishReason
 from engine.memory import TreeNode
 from engine.sampling.params import SamplingParams
 from engine.sampling.penalties import RequestPenaltyState
-
-
-@dataclass(frozen=True)
-class FinishReason:
-    """SGLang's ``meta_info.finish_reason``: ``{"type": "stop", "matched": 2}`` and friends."""
-
-    kind: str  # stop | length | abort
-    matched: int | str | None = None
-    length: int | None = None
-    message: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.kind}
-        if self.kind == "stop":
-            out["matched"] = self.matched
-        elif self.kind == "length":
-            out["length"] = self.length
-        elif self.message is not None:
-            out["message"] = self.message
-        return out
 
 
 @dataclass(eq=False)

@@ -15,6 +15,7 @@ import torch
 
 from engine.constrained import GrammarBackend, GrammarCache, GrammarLogitsMask
 from engine.errors import InvalidRequest
+from engine.ipc.finish_reason import FinishReason
 from engine.memory import RadixCache
 from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 from engine.runtime.model_runner import ModelRunner
@@ -25,7 +26,7 @@ from engine.sampling.sampler import Sampler
 from engine.scheduler.admission import AddResult, PrefillAdder, PrefillPlan
 from engine.scheduler.grammar_queue import GrammarQueue
 from engine.scheduler.outputs import StepOutput
-from engine.scheduler.request import FinishReason, Req
+from engine.scheduler.request import Req
 from engine.scheduler.request_kv import RequestKV
 from engine.scheduler.stop_strings import find_stop_string, stop_window_tokens
 
@@ -77,7 +78,8 @@ class Scheduler:
         return_logprob: bool = False,
         top_logprobs_num: int = 0,
     ) -> Req:
-        """Validates and builds a request; raises InvalidRequest (a client error)."""
+        """Checks the prompt against the model and the KV pool and builds a request; raises
+        InvalidRequest (a client error). ``params`` come validated (``SamplingParams.validate``)."""
         mc, context = self.runner.model_config, self.runner.context_length
         if not input_ids:
             raise InvalidRequest("the prompt is empty")
@@ -93,7 +95,6 @@ class Scheduler:
             )
         if top_logprobs_num < 0:
             raise InvalidRequest("top_logprobs_num must be >= 0")
-        params.validate(mc.vocab_size)
         if params.grammar is not None and self.grammar_queue is None:
             raise InvalidRequest(f"{params.grammar[0]} needs a grammar backend; there is none")
         room = min(context, self.runner.max_total_tokens) - len(input_ids)

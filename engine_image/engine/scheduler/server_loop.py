@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from typing import Any
 import zmq
 
 from engine.errors import InvalidRequest
+from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import (
     AbortRequest,
     AnyMessage,
@@ -29,7 +29,6 @@ from engine.ipc.messages import (
     drain,
     encode,
 )
-from engine.sampling.params import SamplingParams
 from engine.scheduler.expert_distribution_control import answer_expert_distribution
 from engine.scheduler.forward_only import ForwardOnlyQueue
 from engine.scheduler.outputs import StepOutput
@@ -135,19 +134,13 @@ class SchedulerServer:
             logger.warning("scheduler ignored an unexpected %s message", type(message).__name__)
 
     def _add_generate(self, message: GenerateRequest) -> None:
+        params = message.params
         try:
-            params = SamplingParams.from_dict(message.sampling_params)
-            params.validate(self.scheduler.runner.model_config.vocab_size)
             reqs = [
                 self.scheduler.new_request(
-                    rid,
-                    message.input_ids,
-                    # NOTE: each of the n samples gets its own seed (seed + i) or they would agree.
-                    dataclasses.replace(params, n=1, seed=None if params.seed is None else params.seed + i),
-                    message.return_logprob,
-                    message.top_logprobs_num,
+                    rid, message.input_ids, sample, message.return_logprob, message.top_logprobs_num
                 )
-                for i, rid in enumerate(message.rids)
+                for rid, sample in zip(message.rids, params.per_sample(), strict=True)
             ]
         except (InvalidRequest, ValueError) as err:
             for rid in message.rids:
@@ -241,7 +234,7 @@ class SchedulerServer:
             new_token_ids=[list(o.token_ids) for o in outputs],
             new_logprobs=[list(o.logprobs) for o in outputs],
             new_top_logprobs=[[list(step) for step in o.top_logprobs] for o in outputs],
-            finish_reasons=[o.finish_reason.to_dict() if o.finish_reason else None for o in outputs],
+            finish_reasons=[o.finish_reason for o in outputs],
             prompt_tokens=[o.prompt_tokens for o in outputs],
             completion_tokens=[o.completion_tokens for o in outputs],
             cached_tokens=[o.cached_tokens for o in outputs],
@@ -262,7 +255,7 @@ class SchedulerServer:
                     new_token_ids=[[]],
                     new_logprobs=[[]],
                     new_top_logprobs=[[]],
-                    finish_reasons=[{"type": "abort", "message": "aborted"}],
+                    finish_reasons=[FinishReason("abort", message="aborted")],
                     prompt_tokens=[0],
                     completion_tokens=[0],
                     cached_tokens=[0],

@@ -77,8 +77,9 @@ def check_prompt(
     return max_tokens
 
 
-def sampling_params_for(ctx: ServerContext, raw: dict[str, Any] | None) -> tuple[dict[str, Any], int]:
-    """Validated sampling params (preferred params underneath) and n.
+def sampling_params_for(ctx: ServerContext, raw: dict[str, Any] | None) -> SamplingParams:
+    """Validated sampling params (preferred params underneath): the one place a request's
+    params are checked; the scheduler takes them as they are.
 
     A grammar (json_schema, regex, ebnf) is checked here too, so a bad one is a 400 before
     the request is queued.
@@ -91,7 +92,7 @@ def sampling_params_for(ctx: ServerContext, raw: dict[str, Any] | None) -> tuple
             check_grammar(params.grammar)
     except InvalidSamplingParams as err:
         raise bad_request(str(err), param=err.field) from None
-    return merged, params.n
+    return params
 
 
 async def generate(ctx: ServerContext, body: GenerateBody) -> Any:
@@ -110,8 +111,8 @@ async def generate(ctx: ServerContext, body: GenerateBody) -> Any:
     tm = ctx.tokenizer_manager
     states: list[RequestState] = []
     try:
-        for ids, (params, n), rid in zip(prompts, per_prompt, rids):
-            states += await tm.submit(ids, params, n, body.return_logprob, body.top_logprobs_num, rid)
+        for ids, params, rid in zip(prompts, per_prompt, rids):
+            states += await tm.submit(ids, params, body.return_logprob, body.top_logprobs_num, rid)
     except ValueError as err:
         await tm.release(states)
         raise bad_request(str(err)) from None

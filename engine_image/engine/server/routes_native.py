@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.detokenizer.decode_text import decode_text
 from engine.ipc.messages import FlushCacheRequest, ServerInfoRequest, UpdateWeightsRequest
+from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request, json_response, parse_json_body
 from engine.server.native_generate import GenerateBody, generate
@@ -87,7 +88,8 @@ def native_router(ctx: ServerContext) -> APIRouter:
         # it alive; the check's own one-token request only matters when nothing else runs.
         started = time.monotonic()
         deadline = started + HEALTH_CHECK_TIMEOUT_S
-        probe = (await tm.submit([ctx.tokenizer.bos_token_id or 0], {"max_new_tokens": 1, "temperature": 0}, 1, False, 0))[0]
+        ids = [ctx.tokenizer.bos_token_id or 0]
+        probe = (await tm.submit(ids, SamplingParams(max_new_tokens=1, temperature=0), False, 0))[0]
         try:
             while not probe.finished and tm.last_output_time < started and time.monotonic() < deadline:
                 await tm.wait_until(probe, min(0.2, max(0.0, deadline - time.monotonic())))

@@ -21,6 +21,7 @@ import zmq.asyncio
 from transformers import PreTrainedTokenizerBase
 
 from engine.errors import InvalidRequest
+from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import (
     AbortRequest,
     ClassifyRequest,
@@ -36,6 +37,7 @@ from engine.ipc.messages import (
     encode,
 )
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
+from engine.sampling.params import SamplingParams
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ class RequestState:
     top_logprobs: list[list[tuple[float, int]]] = field(default_factory=list)
     completion_tokens: int = 0
     cached_tokens: int = 0
-    finish_reason: dict[str, Any] | None = None
+    finish_reason: FinishReason | None = None
     error: str | None = None
     event: asyncio.Event = field(default_factory=asyncio.Event)
     # NOTE: written only by the metrics observer (--enable-metrics).
@@ -71,7 +73,7 @@ class RequestState:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cached_tokens": self.cached_tokens,
-            "finish_reason": self.finish_reason,
+            "finish_reason": None if self.finish_reason is None else self.finish_reason.to_dict(),
             "e2e_latency": time.perf_counter() - self.created,
         }
 
@@ -119,22 +121,23 @@ class TokenizerManager:
     async def submit(
         self,
         input_ids: list[int],
-        sampling_params: dict[str, Any],
-        n: int,
+        params: SamplingParams,
         return_logprob: bool,
         top_logprobs_num: int,
         rid: str | None = None,
     ) -> list[RequestState]:
-        """Sends one prompt to the scheduler; returns one state per sample (n of them)."""
+        """Sends one prompt to the scheduler; returns one state per sample (``params.n``).
+
+        ``params`` must be validated (``SamplingParams.validate``): the scheduler trusts them.
+        """
         base = rid or uuid.uuid4().hex
-        rids = [base] if n == 1 else [f"{base}-{i}" for i in range(n)]
+        rids = [base] if params.n == 1 else [f"{base}-{i}" for i in range(params.n)]
         for r in rids:
             if r in self.states:
                 raise ValueError(f"request id {r!r} is already in use")
         states = [RequestState(r, prompt_tokens=len(input_ids)) for r in rids]
         for state in states:
             self.states[state.rid] = state
-        params = {**sampling_params, "n": n}
         await self._send(GenerateRequest(rids, input_ids, params, return_logprob, top_logprobs_num))
         return states
 

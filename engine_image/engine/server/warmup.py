@@ -9,6 +9,7 @@ import uuid
 from engine.errors import InvalidRequest
 from engine.ipc.messages import ClassifyRequest, EmbedRequest
 from engine.models.registry import is_classifier
+from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
 
 logger = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ async def warm_up(ctx: ServerContext) -> None:
         return
     tm = ctx.tokenizer_manager
     ids = ctx.tokenizer.encode("The capital city of France is")
-    states = await tm.submit(ids, {"max_new_tokens": 4, "temperature": 0}, 1, False, 0)
+    states = await tm.submit(ids, SamplingParams(max_new_tokens=4, temperature=0), False, 0)
     try:
         await tm.wait_until(states[0], WARMUP_TIMEOUT_S)
     finally:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.manager import DetokenizerManager
+from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import (
     AbortRequest,
     ControlResponse,
@@ -21,7 +20,7 @@ IM_END = 2
 def token_outputs(
     rids: list[str],
     new_token_ids: list[list[int]],
-    finish_reasons: list[dict[str, Any] | None],
+    finish_reasons: list[FinishReason | None],
     skip_special_tokens: list[bool] | None = None,
     stops: list[list[str]] | None = None,
 ) -> TokenOutputs:
@@ -54,7 +53,7 @@ def test_two_interleaved_requests(tokenizer: PreTrainedTokenizerBase) -> None:
         message = token_outputs(
             rids,
             [[ids[rid][step]] for rid in rids],
-            [{"type": "stop"} if step == len(ids[rid]) - 1 else None for rid in rids],
+            [FinishReason("stop") if step == len(ids[rid]) - 1 else None for rid in rids],
             skip_special_tokens=[skip[rid] for rid in rids],
             stops=[stops[rid] for rid in rids],
         )
@@ -75,7 +74,7 @@ def test_abort_finish_cleans_up(tokenizer: PreTrainedTokenizerBase) -> None:
     manager = DetokenizerManager(tokenizer)
     manager.handle(token_outputs(["r"], [tokenizer.encode("partial")], [None]))
     assert manager.active_rids == ["r"]
-    reply = manager.handle(token_outputs(["r"], [[]], [{"type": "abort"}]))
+    reply = manager.handle(token_outputs(["r"], [[]], [FinishReason("abort")]))
     assert isinstance(reply, TextOutputs) and reply.texts == [""]
     assert manager.active_rids == []
 
@@ -84,7 +83,7 @@ def test_rid_reused_after_finish_starts_fresh(tokenizer: PreTrainedTokenizerBase
     manager = DetokenizerManager(tokenizer)
     ids = tokenizer.encode("same")
     for _ in range(2):
-        reply = manager.handle(token_outputs(["r"], [ids], [{"type": "length"}]))
+        reply = manager.handle(token_outputs(["r"], [ids], [FinishReason("length")]))
         assert isinstance(reply, TextOutputs) and reply.texts == ["same"]
 
 

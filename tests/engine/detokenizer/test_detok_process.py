@@ -13,6 +13,7 @@ import zmq
 from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.process import run_detokenizer_process
+from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import TextOutputs, TokenOutputs, decode, encode
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 
@@ -76,7 +77,7 @@ def test_child_detokenizes_over_ipc(
                     new_token_ids=[ids],
                     new_logprobs=[[0.0] * len(ids)],
                     new_top_logprobs=[[]],
-                    finish_reasons=[{"type": "length"}],
+                    finish_reasons=[FinishReason("length")],
                     prompt_tokens=[4],
                     completion_tokens=[len(ids)],
                     cached_tokens=[0],
@@ -89,7 +90,7 @@ def test_child_detokenizes_over_ipc(
         reply = decode(inbox.recv())
         assert isinstance(reply, TextOutputs)
         assert reply.rids == ["r1"] and reply.texts == ["Hi 😀 there"]
-        assert reply.new_token_ids == [ids] and reply.finish_reasons == [{"type": "length"}]
+        assert reply.new_token_ids == [ids] and reply.finish_reasons == [FinishReason("length")]
     finally:
         proc.terminate()
         proc.join(_EXIT_TIMEOUT_S)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -151,4 +151,4 @@ def test_from_dict_round_trips(
 ) -> None:
     params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, stop=stop, seed=seed)
     params.validate(vocab_size=100)
-    assert SamplingParams.from_dict(dataclasses.asdict(params)) == params
+    assert SamplingParams.from_dict(msgspec.structs.asdict(params)) == params

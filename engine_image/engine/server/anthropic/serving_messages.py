@@ -68,10 +68,10 @@ def stop_reason(state: RequestState) -> tuple[StopReason, str | None]:
     finish = state.finish_reason
     if state.error:
         raise ApiError(400, state.error)
-    if finish is not None and finish["type"] == "length":
+    if finish is not None and finish.kind == "length":
         return "max_tokens", None
-    if finish is not None and finish["type"] == "stop":
-        matched = finish.get("matched")
+    if finish is not None and finish.kind == "stop":
+        matched = finish.matched
         # NOTE: an int is a stop token (EOS); a str is one of the request's stop_sequences.
         return ("stop_sequence", matched) if isinstance(matched, str) else ("end_turn", None)
     raise ApiError(500, "the request was aborted before it finished", type_="api_error")
@@ -84,13 +84,13 @@ async def create_message(ctx: ServerContext, body: MessagesRequest) -> Response:
     )
     ids = chat_prompt_ids(ctx.tokenizer, chat.messages, None, calling.template_tools)
     check_prompt(ctx, ids, body.max_tokens)
-    params, _ = sampling_params_for(
+    params = sampling_params_for(
         ctx, with_call_grammar(sampling_params(chat, body.max_tokens), calling)
     )
     # NOTE: reasoning stays in the text here: thinking blocks are not produced.
     parser = chat_output_parser(None, calling.detector, calling.names)
     tm = ctx.tokenizer_manager
-    (state,) = await tm.submit(ids, params, 1, False, 0)
+    (state,) = await tm.submit(ids, params, False, 0)
     message_id = f"msg_{uuid.uuid4().hex}"
     if body.stream:
         stream = _stream(ctx, state, parser, message_id, body.model)

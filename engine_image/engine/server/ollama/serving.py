@@ -11,6 +11,7 @@ import msgspec
 import orjson
 from fastapi.responses import Response, StreamingResponse
 
+from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request
 from engine.server.native_generate import check_prompt, sampling_params_for
@@ -63,7 +64,7 @@ def format_schema(fmt: str | dict[str, Any] | None) -> str | None:
 
 def sampling_params(
     ctx: ServerContext, options: Options | None, ids: list[int], fmt: str | dict[str, Any] | None
-) -> dict[str, Any]:
+) -> SamplingParams:
     """Validated engine sampling params for a prompt of ``ids`` (also checked against the context)."""
     # NOTE: as Ollama, a num_predict beyond what the context leaves is no error: the answer
     # stops when the context is full (the scheduler clamps it), so no budget is checked here.
@@ -86,8 +87,7 @@ def sampling_params(
     schema = format_schema(fmt)
     if schema is not None:
         raw["json_schema"] = schema
-    params, _ = sampling_params_for(ctx, raw)
-    return params
+    return sampling_params_for(ctx, raw)
 
 
 class Generation:
@@ -98,7 +98,7 @@ class Generation:
     """
 
     def __init__(
-        self, ctx: ServerContext, ids: list[int], params: dict[str, Any], started_ns: int
+        self, ctx: ServerContext, ids: list[int], params: SamplingParams, started_ns: int
     ) -> None:
         self.tm = ctx.tokenizer_manager
         self.ids = ids
@@ -108,7 +108,7 @@ class Generation:
         self.state: RequestState | None = None
 
     async def deltas(self) -> AsyncGenerator[str, None]:
-        states = await self.tm.submit(self.ids, self.params, 1, False, 0)
+        states = await self.tm.submit(self.ids, self.params, False, 0)
         self.state = states[0]
         sent = 0
         async with aclosing(self.tm.updates(states)) as updates:
@@ -127,7 +127,7 @@ class Generation:
         end = time.perf_counter_ns()
         first = self.first_output_ns or end
         return Done(
-            done_reason=str(state.finish_reason["type"]) if state.finish_reason else "stop",
+            done_reason=state.finish_reason.kind if state.finish_reason else "stop",
             total_duration=end - self.started_ns,
             load_duration=0,  # the model is always loaded
             prompt_eval_count=state.prompt_tokens,

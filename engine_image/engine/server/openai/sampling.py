@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from engine.ipc.finish_reason import FinishReason
 from engine.server.http_errors import bad_request
 from engine.server.openai.protocol import ResponseFormat, SamplingFields
 
@@ -78,6 +79,6 @@ def _response_format_schema(response_format: ResponseFormat | None) -> str | Non
     return orjson.dumps(spec.schema_).decode()
 
 
-def finish_reason(raw: dict[str, Any] | None) -> str | None:
-    """SGLang's finish reason dict → OpenAI's string (stop, length, abort)."""
-    return None if raw is None else str(raw["type"])
+def finish_reason(reason: FinishReason | None) -> str | None:
+    """The engine's finish reason → OpenAI's string (stop, length, abort)."""
+    return None if reason is None else reason.kind

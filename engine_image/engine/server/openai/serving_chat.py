@@ -63,7 +63,8 @@ async def create_chat_completion(ctx: ServerContext, body: ChatCompletionRequest
         max_new = check_prompt(ctx, ids, body.max_completion_tokens, "max_completion_tokens")
     else:
         max_new = check_prompt(ctx, ids, body.max_tokens)
-    params, _ = sampling_params_for(ctx, with_call_grammar(sampling_params(body, max_new), calling))
+    raw = {**with_call_grammar(sampling_params(body, max_new), calling), "n": body.n}
+    params = sampling_params_for(ctx, raw)
     # NOTE: a constrained call is JSON from its first token: no reasoning block to split off.
     reasoning = None if calling.json_schema is not None else ctx.args.reasoning_parser
 
@@ -72,7 +73,7 @@ async def create_chat_completion(ctx: ServerContext, body: ChatCompletionRequest
 
     top = (body.top_logprobs or 0) if body.logprobs else 0
     tm = ctx.tokenizer_manager
-    states = await tm.submit(ids, params, body.n, body.logprobs, top)
+    states = await tm.submit(ids, params, body.logprobs, top)
     response_id = f"chatcmpl-{uuid.uuid4().hex}"
     model = body.model or ctx.args.model_name
     if body.stream:

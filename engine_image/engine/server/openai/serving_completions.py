@@ -62,8 +62,8 @@ async def create_completion(ctx: ServerContext, body: CompletionRequest) -> Resp
     prompt_of: list[list[int]] = []
     for ids in prompts:
         max_new = check_prompt(ctx, ids, body.max_tokens)
-        params, _ = sampling_params_for(ctx, sampling_params(body, max_new))
-        new = await tm.submit(ids, params, body.n, want_logprobs, top)
+        params = sampling_params_for(ctx, {**sampling_params(body, max_new), "n": body.n})
+        new = await tm.submit(ids, params, want_logprobs, top)
         states += new
         prompt_of += [ids] * len(new)
     response_id = f"cmpl-{uuid.uuid4().hex}"

@@ -262,7 +262,7 @@ def _usage(state: RequestState) -> ResponseUsage:
 
 
 def _final_status(state: RequestState) -> tuple[str, IncompleteDetails | None]:
-    kind = state.finish_reason["type"] if state.finish_reason else None
+    kind = state.finish_reason.kind if state.finish_reason else None
     if kind == "length":
         return "incomplete", IncompleteDetails(reason="max_output_tokens")
     if kind == "abort":
@@ -283,9 +283,9 @@ async def create_response(ctx: ServerContext, body: ResponsesRequest) -> Respons
         raw["temperature"] = body.temperature
     if body.top_p is not None:
         raw["top_p"] = body.top_p
-    params, _ = sampling_params_for(ctx, raw)
+    params = sampling_params_for(ctx, raw)
     tm = ctx.tokenizer_manager
-    (state,) = await tm.submit(ids, params, 1, False, 0)
+    (state,) = await tm.submit(ids, params, False, 0)
 
     def response(status: str, output: list[OutputMessage], **extra: Any) -> ResponseObject:
         return ResponseObject(
