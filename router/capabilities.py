@@ -19,7 +19,7 @@ GENERATION = ("chat", "completion", "score")
 EMBEDDING = ("embedding",)
 CROSS_ENCODER = ("rerank", "classify")
 REWARD = ("classify",)
-# NOTE: the engine's table (docs/engine-api-extensions.md): these sequence-classification
+# NOTE: the engine's table (docs/engine-api.md): these sequence-classification
 # architectures are cross-encoders (rerank and classify); any other one is a reward model
 # (classify only). tests/router/test_router_capabilities.py holds it to the engine's registry.
 CROSS_ENCODER_ARCHITECTURES = frozenset(

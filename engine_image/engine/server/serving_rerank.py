@@ -1,6 +1,6 @@
 """Cross-encoder rerank: one (query, document) pair per document through the classification head.
 
-``/v1/rerank`` answers SGLang's shape (ENGINE_API.md): a list of ``{"score", "document",
+``/v1/rerank`` answers SGLang's shape (docs/engine-api.md): a list of ``{"score", "document",
 "index", "meta_info"}``. ``/v2/rerank`` answers the Cohere / Jina / vLLM shape:
 ``{"id", "model", "results": [{"index", "relevance_score", "document": {"text"}}], "usage"}``.
 Both are sorted by score, highest first, and cut to ``top_n``.
