@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.core.errors import UnsupportedModelError
+
 _ROBERTA_TYPES = ("roberta", "xlm-roberta")
 
 
@@ -34,8 +36,6 @@ class BertConfig:
 
     @classmethod
     def from_dir(cls, model_path: str | Path) -> BertConfig:
-        from engine.config.model_config import UnsupportedModelError
-
         raw = json.loads((Path(model_path) / "config.json").read_text())
         if raw.get("hidden_act", "gelu") != "gelu":
             raise UnsupportedModelError(f"hidden_act {raw['hidden_act']!r} is not supported (only gelu)")

@@ -11,6 +11,7 @@ from torch import nn
 
 from engine.attention.base import AttentionBackend
 from engine.config.model_config import ModelConfig
+from engine.core.forward_batch import ForwardBatch
 from engine.kernels.cpu import cpu_kernels_for
 from engine.kernels.triton import use_triton_kernels
 from engine.layers.packed_linear import PackedLinear, pack_linear_layers
@@ -25,7 +26,6 @@ from engine.models.moe import (
     expert_target,
     is_stacked_expert_param,
 )
-from engine.runtime.forward_batch import ForwardBatch
 
 
 class Attention(nn.Module):

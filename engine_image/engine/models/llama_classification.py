@@ -12,9 +12,9 @@ from torch import nn
 from engine.attention.base import AttentionBackend
 from engine.config.classification import num_labels
 from engine.config.model_config import ModelConfig
+from engine.core.forward_batch import ForwardBatch
 from engine.layers.rotary import RotaryEmbedding
 from engine.models.llama import LlamaFamilyForCausalLM
-from engine.runtime.forward_batch import ForwardBatch
 
 
 class LlamaFamilyForSequenceClassification(LlamaFamilyForCausalLM):

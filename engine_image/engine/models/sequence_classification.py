@@ -13,9 +13,9 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from engine.config.architectures import CROSS_ENCODER_ARCHITECTURES
 from engine.config.classification import num_labels
 from engine.models.bert import BertConfig, BertModel
-from engine.models.registry import CROSS_ENCODER_ARCHITECTURES
 
 
 class _BertHead(nn.Module):

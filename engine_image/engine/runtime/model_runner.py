@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from engine.attention import create_attention_backend, default_attention_backend
-from engine.config.model_config import ModelConfig, UnsupportedModelError
+from engine.config.model_config import ModelConfig
+from engine.core.errors import UnsupportedModelError
+from engine.core.forward_batch import ForwardBatch
 from engine.engine_config import EngineConfig
 from engine.layers.packed_linear import can_pack
 from engine.layers.rotary import RotaryEmbedding
@@ -18,7 +20,6 @@ from engine.models.moe import attach_expert_recorder
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
-from engine.runtime.forward_batch import ForwardBatch
 from engine.runtime.host_malloc import keep_freed_memory
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import Any
 
 import zmq
 
-from engine.errors import InvalidRequest
+from engine.core.errors import InvalidRequest
 from engine.ipc.messages import (
     AbortRequest,
     AnyMessage,
