@@ -29,7 +29,8 @@ class LlamaFamilyForSequenceClassification(LlamaFamilyForCausalLM):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:
         """Float32 logits of the head at each request's last new token: [B, num_labels]."""
-        return self.score(self.last_hidden(batch, backend)).float()
+        logits: torch.Tensor = self.score(self.last_hidden(batch, backend))
+        return logits.float()
 
     def last_scored_token(self, prompt: list[int]) -> int:
         """How many leading tokens of ``prompt`` the score reads: up to its last non-pad token.

@@ -78,7 +78,8 @@ class ModelRunner:
     def forward(self, batch: ForwardBatch) -> torch.Tensor:
         if self.cuda_graph is not None and self.cuda_graph.can_run(batch):
             return self.cuda_graph.replay(batch)
-        return self.model(batch, self.attention)
+        logits: torch.Tensor = self.model(batch, self.attention)
+        return logits
 
     def reload_weights(self, model_path: str) -> None:
         """Loads another checkpoint of the same architecture and shapes into the live model."""
