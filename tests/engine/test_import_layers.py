@@ -35,7 +35,7 @@ from pathlib import Path
 
 import engine
 
-_PACKAGE_DIR = Path(engine.__file__).resolve().parent
+ENGINE_DIR = Path(engine.__file__).resolve().parent
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"core", "engine_config"}),
@@ -79,11 +79,11 @@ def _imported_modules(path: Path, module: str) -> Iterator[str]:
             yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(package_dir: Path = ENGINE_DIR) -> dict[str, set[str]]:
     """Package-level edges of the engine: node → the other nodes its modules import."""
     graph: dict[str, set[str]] = {}
-    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
-        parts = path.relative_to(_PACKAGE_DIR.parent).with_suffix("").parts
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = path.relative_to(package_dir.parent).with_suffix("").parts
         module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         source = _node(module)
         if source is None:
@@ -91,13 +91,13 @@ def import_graph() -> dict[str, set[str]]:
         targets = graph.setdefault(source, set())
         for imported in _imported_modules(path, module):
             target = _node(imported)
-            if target is not None and target != source and _is_node(target):
+            if target is not None and target != source and _is_node(package_dir, target):
                 targets.add(target)
     return graph
 
 
-def _is_node(name: str) -> bool:
-    return (_PACKAGE_DIR / name).is_dir() or (_PACKAGE_DIR / f"{name}.py").is_file()
+def _is_node(package_dir: Path, name: str) -> bool:
+    return (package_dir / name).is_dir() or (package_dir / f"{name}.py").is_file()
 
 
 def find_cycle(graph: Mapping[str, set[str]]) -> list[str] | None:
@@ -131,9 +131,24 @@ def test_find_cycle_names_the_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
-def test_graph_sees_imports_in_functions_and_type_checking_blocks() -> None:
-    # NOTE: models/llama.py imports the Triton activation kernel inside a function only.
-    assert "kernels" in import_graph()["models"]
+def test_graph_sees_imports_in_functions_and_type_checking_blocks(tmp_path: Path) -> None:
+    package = tmp_path / "engine"
+    for name, source in {
+        "__init__.py": "",
+        "top.py": "from engine import b\n",
+        "a/__init__.py": "",
+        "a/x.py": "def f() -> None:\n    from engine.b.y import g\n",
+        "b/__init__.py": "from . import y\n",
+        "b/y.py": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    import engine.c\n"
+            "from ..a import x\n"
+        ),
+        "c.py": "from engine import Unknown\n",
+    }.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(source)
+    assert import_graph(package) == {"top": {"b"}, "a": {"b"}, "b": {"a", "c"}, "c": set()}
 
 
 def test_engine_packages_have_no_import_cycle() -> None:
