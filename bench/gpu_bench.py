@@ -108,7 +108,7 @@ def _forward_batch(
     runner: Any, mode: Any, ids: torch.Tensor, positions: torch.Tensor, loc: torch.Tensor,
     rows: torch.Tensor, seq_lens: list[int], prefix_lens: list[int], new_lens: list[int],
 ) -> Any:
-    from engine.runtime.forward_batch import ForwardBatch
+    from engine.core.forward_batch import ForwardBatch
 
     return ForwardBatch(
         mode=mode, input_ids=ids, positions=positions, out_cache_loc=loc, req_pool_indices=rows,
@@ -121,7 +121,7 @@ def _forward_batch(
 def measure_throughput(runner: Any, batch_size: int, prompt_len: int, steps: int) -> dict[str, float]:
     """One prefill of B random prompts, then ``steps`` timed decode steps (after 2 untimed),
     with CUDA graphs and again eagerly over the same KV."""
-    from engine.runtime.forward_batch import ForwardMode
+    from engine.core.forward_batch import ForwardMode
 
     device = runner.device
     table = runner.req_to_token_pool

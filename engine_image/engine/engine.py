@@ -14,14 +14,14 @@ from typing import Any, cast
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
-from engine.detokenizer.decode_text import decode_text
+from engine.core.errors import InvalidRequest
 from engine.engine_config import EngineConfig
-from engine.errors import InvalidRequest
 from engine.runtime.model_runner import ModelRunner
 from engine.sampling.params import SamplingParams
 from engine.scheduler.request import Req
 from engine.scheduler.scheduler import Scheduler
-from engine.scheduler.stop_strings import trim_at_stop
+from engine.text.decode_text import decode_text
+from engine.text.stop_strings import trim_at_stop
 
 Prompt = str | Sequence[str] | None
 TokenIds = Sequence[int] | Sequence[Sequence[int]] | None

@@ -1,14 +1,14 @@
 """The router's reading of /get_model_info agrees with the engine's own idea of its model kind.
 
 The router may not import the engine, so router/capabilities.py keeps its own table; this
-holds it to the engine's registry, architecture by architecture.
+holds it to the engine's architectures table, architecture by architecture.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from engine.models.registry import (
+from engine.config.architectures import (
     CROSS_ENCODER_ARCHITECTURES,
     ENCODER_ARCHITECTURES,
     REWARD_ARCHITECTURES,

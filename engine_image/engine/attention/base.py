@@ -12,7 +12,7 @@ import torch
 from engine.kernels.triton import triton_available
 
 if TYPE_CHECKING:
-    from engine.runtime.forward_batch import ForwardBatch
+    from engine.core.forward_batch import ForwardBatch
 
 
 class AttentionBackend(ABC):

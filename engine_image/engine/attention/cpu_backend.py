@@ -12,8 +12,8 @@ import torch
 
 from engine.attention.base import register_attention_backend
 from engine.attention.torch_native import TorchNativeAttention
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.cpu import CPU_HEAD_DIMS, load_cpu_kernels
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 
 
 @dataclass(frozen=True)

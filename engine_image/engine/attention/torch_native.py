@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.attention.base import AttentionBackend, register_attention_backend
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 
 
 @dataclass(frozen=True)

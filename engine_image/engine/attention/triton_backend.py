@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import torch
 
 from engine.attention.base import AttentionBackend, register_attention_backend
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.triton.decode_attention import decode_attention
 from engine.kernels.triton.extend_attention import extend_attention
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-
-class UnsupportedModelError(ValueError):
-    """The model directory holds an architecture or feature the engine cannot run."""
+from engine.config.architectures import (
+    ENCODER_ARCHITECTURES,
+    REWARD_ARCHITECTURES,
+    SUPPORTED_ARCHITECTURES,
+)
+from engine.core.errors import UnsupportedModelError
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,6 @@ class ModelConfig:
     def from_dict(
         cls, raw: dict[str, Any], model_path: str, generation_eos: tuple[int, ...] = ()
     ) -> ModelConfig:
-        from engine.models.registry import supported_architecture
-
         architectures = raw.get("architectures") or []
         arch = supported_architecture(architectures)
         num_heads = int(raw["num_attention_heads"])
@@ -128,6 +130,16 @@ class ModelConfig:
             raw=raw,
             moe=_moe_config(raw, arch),
         )
+
+
+def supported_architecture(architectures: Sequence[str]) -> str:
+    """The first of a config's ``architectures`` that runs on the decoder path."""
+    for arch in architectures:
+        if arch in SUPPORTED_ARCHITECTURES or arch in REWARD_ARCHITECTURES:
+            return arch
+    named = ", ".join(architectures) if architectures else "none named in config.json"
+    supported = ", ".join(SUPPORTED_ARCHITECTURES + REWARD_ARCHITECTURES + ENCODER_ARCHITECTURES)
+    raise UnsupportedModelError(f"unsupported architecture ({named}); supported: {supported}")
 
 
 def _as_ids(value: Any) -> tuple[int, ...]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from transformers import PreTrainedTokenizerBase
 
-from engine.detokenizer.decode_text import decode_text
-from engine.scheduler.stop_strings import trim_at_stop
+from engine.text.decode_text import decode_text
+from engine.text.stop_strings import trim_at_stop
 
 _REPLACEMENT_CHAR = "\ufffd"
 

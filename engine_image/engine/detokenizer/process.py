@@ -8,10 +8,10 @@ from multiprocessing.connection import Connection
 import zmq
 from transformers import AutoTokenizer
 
+from engine.core.process_guard import die_with_parent, ignore_interrupts
 from engine.detokenizer.manager import DetokenizerManager
 from engine.ipc.messages import decode, encode
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
-from engine.server.process_guard import die_with_parent, ignore_interrupts
 
 
 def run_detokenizer_process(

@@ -48,8 +48,12 @@ class PackedLinear(nn.Module):
         if self._kernels is not None:
             if x.stride(-1) != 1:
                 x = x.contiguous()
-            return self._kernels.packed_linear(x, self.packed_weight, self.bias, self.out_features)
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
+            out: torch.Tensor = self._kernels.packed_linear(
+                x, self.packed_weight, self.bias, self.out_features
+            )
+            return out
+        out = torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
+        return out
 
 
 def pack_linear_layers(model: nn.Module) -> int:

@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.core.errors import UnsupportedModelError
+
 _ROBERTA_TYPES = ("roberta", "xlm-roberta")
 
 
@@ -34,8 +36,6 @@ class BertConfig:
 
     @classmethod
     def from_dir(cls, model_path: str | Path) -> BertConfig:
-        from engine.config.model_config import UnsupportedModelError
-
         raw = json.loads((Path(model_path) / "config.json").read_text())
         if raw.get("hidden_act", "gelu") != "gelu":
             raise UnsupportedModelError(f"hidden_act {raw['hidden_act']!r} is not supported (only gelu)")
@@ -77,7 +77,8 @@ class _Embeddings(nn.Module):
             else self.token_type_embeddings(token_type_ids)
         )
         summed = self.word_embeddings(input_ids) + self.position_embeddings(positions)[None] + types
-        return self.LayerNorm(summed)
+        normed: torch.Tensor = self.LayerNorm(summed)
+        return normed
 
 
 class _SelfAttention(nn.Module):
@@ -109,7 +110,8 @@ class _DenseNorm(nn.Module):
         self.LayerNorm = nn.LayerNorm(d_out, eps=eps)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.dense(x) + residual)
+        normed: torch.Tensor = self.LayerNorm(self.dense(x) + residual)
+        return normed
 
 
 class _Attention(nn.Module):
@@ -119,7 +121,8 @@ class _Attention(nn.Module):
         self.output = _DenseNorm(config.hidden_size, config.hidden_size, config.layer_norm_eps)
 
     def forward(self, hidden: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
-        return self.output(self.self(hidden, key_mask), hidden)
+        out: torch.Tensor = self.output(self.self(hidden, key_mask), hidden)
+        return out
 
 
 class _Intermediate(nn.Module):
@@ -140,7 +143,8 @@ class _Layer(nn.Module):
 
     def forward(self, hidden: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
         attended = self.attention(hidden, key_mask)
-        return self.output(self.intermediate(attended), attended)
+        out: torch.Tensor = self.output(self.intermediate(attended), attended)
+        return out
 
 
 class _Encoder(nn.Module):
@@ -164,7 +168,7 @@ class BertModel(nn.Module):
     ) -> torch.Tensor:
         """input_ids, attention_mask, token_type_ids: [B, L] (mask 1 on real tokens) -> last hidden states [B, L, H]."""
         key_mask = attention_mask.bool()[:, None, None, :]
-        hidden = self.embeddings(input_ids, token_type_ids)
+        hidden: torch.Tensor = self.embeddings(input_ids, token_type_ids)
         for layer in self.encoder.layer:
             hidden = layer(hidden, key_mask)
         return hidden

@@ -11,6 +11,7 @@ from torch import nn
 
 from engine.attention.base import AttentionBackend
 from engine.config.model_config import ModelConfig
+from engine.core.forward_batch import ForwardBatch
 from engine.kernels.cpu import cpu_kernels_for
 from engine.kernels.triton import use_triton_kernels
 from engine.layers.packed_linear import PackedLinear, pack_linear_layers
@@ -25,7 +26,6 @@ from engine.models.moe import (
     expert_target,
     is_stacked_expert_param,
 )
-from engine.runtime.forward_batch import ForwardBatch
 
 
 class Attention(nn.Module):
@@ -60,7 +60,8 @@ class Attention(nn.Module):
             if self.q_norm is not None and self.k_norm is not None:
                 q, k = self.q_norm(q), self.k_norm(k)
             q, k = rope.apply(q, k)
-        return self.o_proj(backend.forward(q, k, v, self.layer_id, batch))
+        out: torch.Tensor = self.o_proj(backend.forward(q, k, v, self.layer_id, batch))
+        return out
 
 
 class MLP(nn.Module):
@@ -73,19 +74,22 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(self.intermediate_size, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate_up = self.gate_up_proj(x)
+        out: torch.Tensor = self.down_proj(self._silu_and_mul(self.gate_up_proj(x)))
+        return out
+
+    def _silu_and_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
         if use_triton_kernels(gate_up):
             # NOTE: imported here, on CUDA only: importing it imports triton.
             from engine.kernels.triton.activation import silu_and_mul
 
-            return self.down_proj(silu_and_mul(gate_up))
+            return silu_and_mul(gate_up)
         kernels = cpu_kernels_for(gate_up)
         if kernels is not None:
             out = gate_up.new_empty((*gate_up.shape[:-1], self.intermediate_size))
             kernels.silu_and_mul(gate_up, out)
-            return self.down_proj(out)
+            return out
         gate, up = gate_up.split(self.intermediate_size, dim=-1)
-        return self.down_proj(F.silu(gate).mul_(up))
+        return F.silu(gate).mul_(up)
 
 
 class DecoderLayer(nn.Module):
@@ -164,7 +168,8 @@ class LlamaFamilyForCausalLM(nn.Module):
         hidden = self.last_hidden(batch, backend)
         if self.lm_head is None:
             return F.linear(hidden, self.embed_tokens.weight).float()
-        return self.lm_head(hidden).float()
+        logits: torch.Tensor = self.lm_head(hidden)
+        return logits.float()
 
     def pack_for_cpu(self) -> None:
         """Swaps every linear layer, the tied LM head included, for one on a packed weight."""

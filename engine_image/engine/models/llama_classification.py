@@ -12,9 +12,9 @@ from torch import nn
 from engine.attention.base import AttentionBackend
 from engine.config.classification import num_labels
 from engine.config.model_config import ModelConfig
+from engine.core.forward_batch import ForwardBatch
 from engine.layers.rotary import RotaryEmbedding
 from engine.models.llama import LlamaFamilyForCausalLM
-from engine.runtime.forward_batch import ForwardBatch
 
 
 class LlamaFamilyForSequenceClassification(LlamaFamilyForCausalLM):
@@ -29,7 +29,8 @@ class LlamaFamilyForSequenceClassification(LlamaFamilyForCausalLM):
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:
         """Float32 logits of the head at each request's last new token: [B, num_labels]."""
-        return self.score(self.last_hidden(batch, backend)).float()
+        logits: torch.Tensor = self.score(self.last_hidden(batch, backend))
+        return logits.float()
 
     def last_scored_token(self, prompt: list[int]) -> int:
         """How many leading tokens of ``prompt`` the score reads: up to its last non-pad token.

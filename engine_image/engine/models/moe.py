@@ -103,7 +103,7 @@ class SparseMoeBlock(nn.Module):
         counts = torch.bincount(expert_ids.flatten(), minlength=self.experts.num_experts)
         if self.recorder is not None:
             self.recorder.record(self.layer_id, counts)
-        out = self.experts(x, expert_ids, weights, counts.tolist())
+        out: torch.Tensor = self.experts(x, expert_ids, weights, counts.tolist())
         if self.shared_expert is not None and self.shared_expert_gate is not None:
             out = out + torch.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
         return out

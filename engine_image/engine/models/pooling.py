@@ -9,6 +9,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from engine.core.errors import UnsupportedModelError
+
 POOLING_MODES = ("cls", "mean", "max", "lasttoken")
 
 
@@ -24,8 +26,6 @@ class PoolingConfig:
         Without them, ``default_mode`` and L2 normalisation (SGLang's defaults: CLS for BERT,
         the last token for decoders).
         """
-        from engine.config.model_config import UnsupportedModelError
-
         modules_file = Path(model_path) / "modules.json"
         if not modules_file.is_file():
             return cls(default_mode, normalize=True)

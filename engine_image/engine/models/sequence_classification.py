@@ -13,9 +13,9 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from engine.config.architectures import CROSS_ENCODER_ARCHITECTURES
 from engine.config.classification import num_labels
 from engine.models.bert import BertConfig, BertModel
-from engine.models.registry import CROSS_ENCODER_ARCHITECTURES
 
 
 class _BertHead(nn.Module):
@@ -31,7 +31,8 @@ class _BertHead(nn.Module):
         self.classifier = nn.Linear(hidden_size, labels)
 
     def forward(self, first: torch.Tensor) -> torch.Tensor:
-        return self.classifier(torch.tanh(self.pooler(first)))
+        logits: torch.Tensor = self.classifier(torch.tanh(self.pooler(first)))
+        return logits
 
 
 class _RobertaHead(nn.Module):
@@ -43,7 +44,8 @@ class _RobertaHead(nn.Module):
         self.out_proj = nn.Linear(hidden_size, labels)
 
     def forward(self, first: torch.Tensor) -> torch.Tensor:
-        return self.out_proj(torch.tanh(self.dense(first)))
+        logits: torch.Tensor = self.out_proj(torch.tanh(self.dense(first)))
+        return logits
 
 
 class CrossEncoder(nn.Module):
@@ -66,8 +68,9 @@ class CrossEncoder(nn.Module):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
     ) -> torch.Tensor:
         """[B, L] right-padded inputs -> float32 logits [B, num_labels] (no activation)."""
-        hidden = self.encoder(input_ids, attention_mask, token_type_ids)
-        return self.head(hidden[:, 0]).float()
+        hidden: torch.Tensor = self.encoder(input_ids, attention_mask, token_type_ids)
+        logits: torch.Tensor = self.head(hidden[:, 0])
+        return logits.float()
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
         head: dict[str, torch.Tensor] = {}

@@ -50,7 +50,8 @@ class CrossEncoderRunner(ForwardOnlyModel):
     def classify(self, prompts: list[list[int]], token_type_ids: list[list[int]] | None) -> torch.Tensor:
         ids, mask = right_padded(prompts, self.device)
         types = None if token_type_ids is None else right_padded(token_type_ids, self.device)[0]
-        return self.model(ids, mask, types)
+        logits: torch.Tensor = self.model(ids, mask, types)
+        return logits
 
     def _context_length(self) -> int:
         mc = self.model_config

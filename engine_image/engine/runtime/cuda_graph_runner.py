@@ -15,8 +15,8 @@ import logging
 import torch
 
 from engine.attention.base import AttentionBackend
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.memory import KVPool
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ class DecoderClassifier(DecoderForwardOnly):
         if batch is None:
             return None
         try:
-            return model(batch, self.runner.attention)
+            logits: torch.Tensor = model(batch, self.runner.attention)
+            return logits
         finally:
             self._give_back(batch)
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from engine.config.model_config import UnsupportedModelError
+from engine.core.errors import UnsupportedModelError
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.memory import RadixCache
 from engine.models.pooling import PoolingConfig, normalize
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 from engine.runtime.forward_only_model import ForwardOnlyModel
 from engine.runtime.model_runner import ModelRunner
 

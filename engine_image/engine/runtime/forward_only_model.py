@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 
 import torch
 
-from engine.errors import InvalidRequest
+from engine.core.errors import InvalidRequest
 
 
 class ForwardOnlyModel(ABC):

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from engine.attention import create_attention_backend, default_attention_backend
-from engine.config.model_config import ModelConfig, UnsupportedModelError
+from engine.config.model_config import ModelConfig
+from engine.core.errors import UnsupportedModelError
+from engine.core.forward_batch import ForwardBatch
 from engine.engine_config import EngineConfig
 from engine.layers.packed_linear import can_pack
 from engine.layers.rotary import RotaryEmbedding
@@ -18,7 +20,6 @@ from engine.models.moe import attach_expert_recorder
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
-from engine.runtime.forward_batch import ForwardBatch
 from engine.runtime.host_malloc import keep_freed_memory
 
 if TYPE_CHECKING:
@@ -77,7 +78,8 @@ class ModelRunner:
     def forward(self, batch: ForwardBatch) -> torch.Tensor:
         if self.cuda_graph is not None and self.cuda_graph.can_run(batch):
             return self.cuda_graph.replay(batch)
-        return self.model(batch, self.attention)
+        logits: torch.Tensor = self.model(batch, self.attention)
+        return logits
 
     def reload_weights(self, model_path: str) -> None:
         """Loads another checkpoint of the same architecture and shapes into the live model."""

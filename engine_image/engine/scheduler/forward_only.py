@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from engine.errors import InvalidRequest
+from engine.core.errors import InvalidRequest
 from engine.ipc.messages import (
     ClassifyRequest,
     EmbedRequest,

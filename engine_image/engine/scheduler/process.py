@@ -15,11 +15,11 @@ import torch
 import zmq
 from transformers import AutoTokenizer
 
+from engine.config.architectures import CROSS_ENCODER_ARCHITECTURES, is_classifier, is_encoder
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
-from engine.detokenizer.decode_text import decode_text
+from engine.core.process_guard import die_with_parent, ignore_interrupts
 from engine.engine_config import EngineConfig
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
-from engine.models.registry import CROSS_ENCODER_ARCHITECTURES, is_classifier, is_encoder
 from engine.runtime.cross_encoder_runner import CrossEncoderRunner
 from engine.runtime.decoder_classifier import DecoderClassifier
 from engine.runtime.decoder_forward_only import DecoderForwardOnly
@@ -29,7 +29,7 @@ from engine.scheduler.encoder_loop import EncoderServer
 from engine.scheduler.forward_only import ForwardOnlyQueue
 from engine.scheduler.scheduler import Scheduler
 from engine.scheduler.server_loop import SchedulerServer
-from engine.server.process_guard import die_with_parent, ignore_interrupts
+from engine.text.decode_text import decode_text
 
 logger = logging.getLogger(__name__)
 

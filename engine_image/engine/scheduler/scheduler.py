@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 import torch
 
 from engine.constrained import GrammarBackend, GrammarCache, GrammarLogitsMask
-from engine.errors import InvalidRequest
+from engine.core.errors import InvalidRequest
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.ipc.finish_reason import FinishReason
 from engine.memory import RadixCache
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 from engine.runtime.model_runner import ModelRunner
 from engine.sampling.batch_info import SamplingBatchInfo
 from engine.sampling.params import SamplingParams
@@ -28,7 +28,7 @@ from engine.scheduler.grammar_queue import GrammarQueue
 from engine.scheduler.outputs import StepOutput
 from engine.scheduler.request import Req
 from engine.scheduler.request_kv import RequestKV
-from engine.scheduler.stop_strings import find_stop_string, stop_window_tokens
+from engine.text.stop_strings import find_stop_string, stop_window_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import zmq
 
-from engine.errors import InvalidRequest
+from engine.core.errors import InvalidRequest
 from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import (
     AbortRequest,

@@ -10,7 +10,7 @@ import orjson
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from engine.models.registry import CROSS_ENCODER_ARCHITECTURES, REWARD_ARCHITECTURES
+from engine.config.architectures import CROSS_ENCODER_ARCHITECTURES, REWARD_ARCHITECTURES
 
 ModelKind = Literal["generation", "embedding", "cross-encoder", "reward"]
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from engine.errors import InvalidRequest
+from engine.core.errors import InvalidRequest
 from engine.server.context import ServerContext
 from engine.server.http_errors import bad_request, parse_json_body
 from engine.server.model_kind_guard import KIND_DESCRIPTIONS, ModelKind, model_kind

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
-from engine.errors import InvalidRequest
+from engine.core.errors import InvalidRequest
 from engine.ipc.messages import ClassifyRequest, EmbedRequest
 from engine.server.context import ServerContext
 from engine.server.http_errors import bad_request, json_response, parse_json_body

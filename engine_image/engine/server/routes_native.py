@@ -11,13 +11,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
-from engine.detokenizer.decode_text import decode_text
 from engine.ipc.messages import FlushCacheRequest, ServerInfoRequest, UpdateWeightsRequest
 from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request, json_response, parse_json_body
 from engine.server.native_generate import GenerateBody, generate
 from engine.server.warmup import embed_probe
+from engine.text.decode_text import decode_text
 
 # NOTE: the same knob SGLang reads; 20 s by default.
 HEALTH_CHECK_TIMEOUT_S = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import zmq.asyncio
 from transformers import PreTrainedTokenizerBase
 
-from engine.errors import InvalidRequest
+from engine.core.errors import InvalidRequest
 from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import (
     AbortRequest,

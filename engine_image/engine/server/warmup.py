@@ -6,9 +6,9 @@ import asyncio
 import logging
 import uuid
 
-from engine.errors import InvalidRequest
+from engine.config.architectures import is_classifier
+from engine.core.errors import InvalidRequest
 from engine.ipc.messages import ClassifyRequest, EmbedRequest
-from engine.models.registry import is_classifier
 from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
 

@@ -8,7 +8,7 @@ import pytest
 from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.incremental import IncrementalDetokenizer
-from engine.scheduler.stop_strings import trim_at_stop
+from engine.text.stop_strings import trim_at_stop
 
 IM_END = 2
 

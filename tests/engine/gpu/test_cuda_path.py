@@ -38,9 +38,9 @@ from transformers import (
     Qwen2Config,
 )
 
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.engine import Engine
 from engine.runtime.cuda_graph_runner import capture_batch_sizes
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 from tests.engine.models.conftest import (
     TINY_PROMPTS,
     TINY_SHAPE,

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.memory import KVPool, ReqToTokenPool
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 
 
 @dataclass(frozen=True)

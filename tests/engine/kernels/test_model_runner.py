@@ -13,8 +13,8 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 
 from engine.attention.cpu_backend import CpuAttention
 from engine.attention.triton_backend import TritonAttention
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.engine_config import EngineConfig
-from engine.runtime.forward_batch import ForwardBatch, ForwardMode
 from engine.runtime.model_runner import ModelRunner
 from tests.engine.kernels.conftest import DEVICE
 

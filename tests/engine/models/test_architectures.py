@@ -22,9 +22,9 @@ from transformers import (
     Qwen3Config,
 )
 
-from engine.config.model_config import UnsupportedModelError
+from engine.config.architectures import SUPPORTED_ARCHITECTURES
+from engine.core.errors import UnsupportedModelError
 from engine.engine import Engine
-from engine.models.registry import SUPPORTED_ARCHITECTURES
 from tests.engine.models.conftest import (
     TINY_PROMPTS,
     TINY_SHAPE,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from transformers import PreTrainedTokenizerBase
 
-from engine.detokenizer.decode_text import decode_text
 from engine.server.openai.protocol import (
     ChoiceLogprobs,
     CompletionLogprobs,
     TokenLogprob,
     TopLogprob,
 )
+from engine.text.decode_text import decode_text
 
 
 def _token(tokenizer: PreTrainedTokenizerBase, token_id: int) -> tuple[str, list[int]]:

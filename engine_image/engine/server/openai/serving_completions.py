@@ -9,7 +9,6 @@ from contextlib import aclosing
 
 from fastapi.responses import Response, StreamingResponse
 
-from engine.detokenizer.decode_text import decode_text
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request
 from engine.server.native_generate import check_prompt, sampling_params_for
@@ -28,6 +27,7 @@ from engine.server.openai.protocol import (
 )
 from engine.server.openai.sampling import finish_reason, sampling_params
 from engine.server.tokenizer_manager import RequestState
+from engine.text.decode_text import decode_text
 
 
 def _prompts(

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum, auto
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from engine.memory import KVPool
+
+class KVCache(Protocol):
+    """The per-layer K/V storage a forward's attention writes its new tokens into and reads.
+
+    NOTE: a protocol, so that core imports no other engine package: ``engine.memory.KVPool``
+    is the one implementation, and mypy checks it against this wherever a batch is built.
+    """
+
+    dtype: torch.dtype
+    device: torch.device
+
+    def k_buffer(self, layer: int) -> torch.Tensor: ...
+
+    def v_buffer(self, layer: int) -> torch.Tensor: ...
+
+    def set_kv(self, layer: int, loc: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None: ...
 
 
 class ForwardMode(Enum):
@@ -36,7 +50,7 @@ class ForwardBatch:
     extend_prefix_lens_cpu: list[int]  # [B]; zeros for decode
     extend_seq_lens_cpu: list[int]  # [B]; ones for decode
     req_to_token: torch.Tensor
-    kv_pool: KVPool
+    kv_pool: KVCache
     # NOTE: filled by the attention backend's ``init_forward_metadata`` once per forward,
     # so per-layer calls reuse index tensors and masks instead of rebuilding them.
     attn_metadata: Any = field(default=None)
