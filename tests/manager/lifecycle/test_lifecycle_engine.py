@@ -39,6 +39,10 @@ def test_start_says_process_runtime_and_why_then_serves_through_the_router(
     assert len(runtime_lines) == 1
     assert runtime_lines[0].startswith("runtime: process (") and runtime_lines[0].endswith(")")
     assert started["state"] == "ready"
+    # NOTE: the engine is the supervisor's child: the supervisor started it, not this CLI.
+    supervisor = env.daemon().running()
+    assert supervisor is not None
+    assert psutil.Process(started["pid"]).ppid() == supervisor.pid
     client = OpenAI(base_url=f"{env.router_url}/v1", api_key="any")
     reply = client.chat.completions.create(
         model=started["served_name"], messages=[{"role": "user", "content": "Say hello."}],
@@ -75,8 +79,9 @@ def test_ps_registers_the_engine_again_with_a_bare_router(env: Env, started: dic
 def test_stop_leaves_no_process_and_no_route(env: Env, started: dict[str, Any]) -> None:
     engine = psutil.Process(started["pid"])
     group = [engine, *engine.children(recursive=True)]
-    result = env.gomgr("stop", started["served_name"])
+    result = env.gomgr("stop", started["served_name"])  # NOTE: a served name with a slash
     assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"stopped {started['id']} ({started['served_name']})"
     assert not [p for p in group if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert env.routed_models() == []
     assert env.ps() == []

@@ -57,17 +57,18 @@ def test_alternating_requests_swap_the_two_models(env: Env, models: tuple[str, s
 def test_a_request_for_a_model_being_unloaded_waits_and_is_served(
     env: Env, models: tuple[str, str]
 ) -> None:
-    a, b = models
-    assert ask(env, a)
+    # NOTE: loaded is the one the swaps above end on, so this request needs no engine start.
+    other, loaded = models
+    assert ask(env, loaded)
     with EngineCounter(env) as counter, ThreadPoolExecutor(2) as pool:
-        for_b = pool.submit(ask, env, b)  # NOTE: at the cap: a, idle, is unloaded for b
+        for_other = pool.submit(ask, env, other)  # NOTE: at the cap: the idle one is unloaded
         deadline = time.monotonic() + WAIT_S
-        while _status(env, a) != "unloading":
-            assert time.monotonic() < deadline, f"{a} was not unloaded for {b}"
+        while _status(env, loaded) != "unloading":
+            assert time.monotonic() < deadline, f"{loaded} was not unloaded for {other}"
             time.sleep(0.01)
-        for_a = pool.submit(ask, env, a)
-        assert for_b.result(timeout=WAIT_S)
-        assert for_a.result(timeout=WAIT_S)
+        for_unloading = pool.submit(ask, env, loaded)
+        assert for_other.result(timeout=WAIT_S)
+        assert for_unloading.result(timeout=WAIT_S)
     assert counter.most == 1
     # NOTE: which of the two is loaded at the end depends on which load the supervisor
     # admitted first once the unload ended; one of them, alone, either way.
@@ -75,7 +76,9 @@ def test_a_request_for_a_model_being_unloaded_waits_and_is_served(
 
 
 def test_router_stop_leaves_no_engine(env: Env, models: tuple[str, str]) -> None:
-    assert ask(env, models[1])
+    # NOTE: the model the test above left loaded, if any: asking it starts no engine.
+    [model, *_] = [*served_by(env), models[1]]
+    assert ask(env, model)
     pids = [r.handle.pid for r in RecordStore(env.state).all()]
     stopped = env.gomgr("router", "stop")
     assert stopped.returncode == 0, stopped.stderr
