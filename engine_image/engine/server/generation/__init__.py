@@ -1,0 +1,2 @@
+"""The one generation pipeline under every API surface: prompt checks and typed params
+(``prompt``, ``params``), then submit, consume, abort and usage (``service``)."""
