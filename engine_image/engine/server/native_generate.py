@@ -7,13 +7,13 @@ from contextlib import aclosing
 from typing import Any
 
 import orjson
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.server.context import ServerContext
 from engine.server.generation.params import sampling_params_for
 from engine.server.generation.prompt import check_prompt, prompts_of
 from engine.server.generation.service import Generation, Sample, submit
+from engine.server.generation.streaming import GenerationStream
 from engine.server.http_errors import bad_request, json_response
 
 
@@ -58,7 +58,7 @@ async def generate(ctx: ServerContext, body: GenerateBody) -> Any:
     generation = await submit(ctx, prompts, per_prompt, body.return_logprob, body.top_logprobs_num, rids)
     batched = batched or len(generation.samples) > 1
     if body.stream:
-        return StreamingResponse(_sse(generation, batched, body.return_logprob), media_type="text/event-stream")
+        return GenerationStream(generation, _sse(generation, batched, body.return_logprob), "text/event-stream")
     results = [result_dict(s, body.return_logprob) for s in await generation.results()]
     return json_response(results if batched else results[0])
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 import orjson
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from engine.server.anthropic.chat_translation import (
     chat_messages,
@@ -51,6 +51,7 @@ from engine.server.generation.params import sampling_params_for
 from engine.server.generation.prompt import check_prompt
 from engine.server.generation.service import Generation, Sample, submit
 from engine.server.generation.service import Usage as GenerationUsage
+from engine.server.generation.streaming import GenerationStream
 from engine.server.http_errors import ApiError
 
 
@@ -95,7 +96,7 @@ async def create_message(ctx: ServerContext, body: MessagesRequest) -> Response:
     message_id = f"msg_{uuid.uuid4().hex}"
     if body.stream:
         stream = _stream(generation, parser, message_id, body.model)
-        return StreamingResponse(stream, media_type="text/event-stream")
+        return GenerationStream(generation, stream, "text/event-stream")
     (sample,) = await generation.results()
     reason, sequence = stop_reason(sample)
     content = _blocks(sample.text, parser)

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from engine.ipc.finish_reason import FinishReason
 from engine.server.chat.output import ChatOutputDelta, ChatOutputParser, chat_output_parser
@@ -18,6 +18,7 @@ from engine.server.generation.params import sampling_params_for
 from engine.server.generation.prompt import check_prompt
 from engine.server.generation.service import Generation, submit
 from engine.server.generation.service import Usage as GenerationUsage
+from engine.server.generation.streaming import GenerationStream
 from engine.server.openai.logprobs import chat_logprobs
 from engine.server.openai.protocol import (
     SSE_DONE,
@@ -75,7 +76,7 @@ async def create_chat_completion(ctx: ServerContext, body: ChatCompletionRequest
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         parsers = [parser() for _ in generation.samples]
         stream = _stream(ctx, generation, parsers, response_id, model, body.logprobs, include_usage)
-        return StreamingResponse(stream, media_type="text/event-stream")
+        return GenerationStream(generation, stream, "text/event-stream")
     choices = []
     for i, s in enumerate(await generation.results()):
         message = _message(s.text, parser())

@@ -7,13 +7,14 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from engine.detokenizer.decode_text import decode_text
 from engine.server.context import ServerContext
 from engine.server.generation.params import sampling_params_for
 from engine.server.generation.prompt import PromptInput, check_prompt, prompts_of
 from engine.server.generation.service import Generation, submit
+from engine.server.generation.streaming import GenerationStream
 from engine.server.http_errors import bad_request
 from engine.server.openai.logprobs import completion_logprobs
 from engine.server.openai.protocol import (
@@ -57,10 +58,8 @@ async def create_completion(ctx: ServerContext, body: CompletionRequest) -> Resp
     model = body.model or ctx.args.model_name
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return StreamingResponse(
-            _stream(ctx, body, generation, response_id, model, include_usage),
-            media_type="text/event-stream",
-        )
+        stream = _stream(ctx, body, generation, response_id, model, include_usage)
+        return GenerationStream(generation, stream, "text/event-stream")
     choices = []
     for i, sample in enumerate(await generation.results()):
         echo = decode_text(ctx.tokenizer, sample.prompt_ids) if body.echo else ""

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, Literal
 
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from engine.ipc.finish_reason import FinishReason
 from engine.server.chat.messages import ChatMessage
@@ -30,6 +30,7 @@ from engine.server.context import ServerContext
 from engine.server.generation.params import sampling_params_for
 from engine.server.generation.prompt import check_prompt
 from engine.server.generation.service import Generation, Usage, submit
+from engine.server.generation.streaming import GenerationStream
 from engine.server.http_errors import bad_request
 from engine.server.openai.responses_protocol import (
     ContentPartEvent,
@@ -151,9 +152,8 @@ async def create_response(ctx: ServerContext, body: ResponsesRequest) -> Respons
     message_id = f"msg_{uuid.uuid4().hex}"
     created = int(time.time())
     if body.stream:
-        return StreamingResponse(
-            _stream(generation, message_id, response), media_type="text/event-stream"
-        )
+        stream = _stream(generation, message_id, response)
+        return GenerationStream(generation, stream, "text/event-stream")
     (sample,) = await generation.results()
     status, incomplete = _final_status(sample.finish_reason)
     message = OutputMessage(id=message_id, status=status, content=[OutputText(text=sample.text)])
