@@ -4,8 +4,8 @@ NOTE (issue 22): the non-streamed handlers used to poll ``request.is_disconnecte
 after a whole second without output, so a request that kept generating never noticed its
 client had left and held its slot and KV to the end. Here one task per request awaits
 ``http.disconnect`` on the server's ``receive`` once the body is read, and cancels the
-handler: the ``finally`` blocks of ``TokenizerManager.updates`` / ``wait`` / ``release``
-then abort the request in the scheduler, which frees its slot and KV at its next step.
+handler: the ``finally`` of ``Generation.deltas`` (``engine.server.generation.service``)
+then aborts the request in the scheduler, which frees its slot and KV at its next step.
 """
 
 from __future__ import annotations

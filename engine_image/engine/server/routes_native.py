@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from engine.ipc.messages import FlushCacheRequest, ServerInfoRequest, UpdateWeightsRequest
 from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
+from engine.server.generation.service import submit
 from engine.server.http_errors import ApiError, bad_request, json_response, parse_json_body
 from engine.server.native_generate import GenerateBody, generate
 from engine.server.warmup import embed_probe
@@ -89,13 +90,16 @@ def native_router(ctx: ServerContext) -> APIRouter:
         started = time.monotonic()
         deadline = started + HEALTH_CHECK_TIMEOUT_S
         ids = [ctx.tokenizer.bos_token_id or 0]
-        probe = (await tm.submit(ids, SamplingParams(max_new_tokens=1, temperature=0), False, 0))[0]
+        generation = await submit(ctx, [ids], [SamplingParams(max_new_tokens=1, temperature=0)])
+        probe = asyncio.ensure_future(generation.results())
         try:
-            while not probe.finished and tm.last_output_time < started and time.monotonic() < deadline:
-                await tm.wait_until(probe, min(0.2, max(0.0, deadline - time.monotonic())))
+            while not probe.done() and tm.last_output_time < started and time.monotonic() < deadline:
+                await asyncio.wait({probe}, timeout=min(0.2, max(0.0, deadline - time.monotonic())))
         finally:
-            await tm.release([probe])
-        alive = (probe.finished and not probe.error) or tm.last_output_time >= started
+            probe.cancel()
+            await generation.abort()
+        succeeded = probe.done() and not probe.cancelled() and probe.exception() is None
+        alive = succeeded or tm.last_output_time >= started
         return Response(status_code=200 if alive else 503)
 
     @router.get("/get_model_info")

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.ipc.messages import ScoreRequest
 from engine.server.context import ServerContext
+from engine.server.generation.prompt import check_prompt
 from engine.server.http_errors import bad_request, json_response
-from engine.server.native_generate import check_prompt
 
 
 class ScoreBody(BaseModel):

@@ -1,8 +1,9 @@
 """The HTTP process's side of the pipeline: sends requests to the scheduler, gathers outputs.
 
-One receive loop reads the detokenizer's ``TextOutputs`` and wakes the coroutines waiting on
-each request. NOTE (seed 002): waking is done in groups of ``batch_notify_size`` with a
-yield to the event loop between groups, so a step that finishes many requests does not
+One receive loop reads the detokenizer's ``TextOutputs`` into each request's state and wakes
+the coroutine waiting on it (``engine.server.generation.service`` consumes the output).
+NOTE (seed 002): waking is done in groups of ``batch_notify_size`` with a yield to the
+event loop between groups, so a step that finishes many requests does not
 starve the loop (health checks, new requests) while thousands of events fire.
 """
 
@@ -12,10 +13,9 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import zmq.asyncio
 from transformers import PreTrainedTokenizerBase
@@ -67,31 +67,11 @@ class RequestState:
     def finished(self) -> bool:
         return self.finish_reason is not None or self.error is not None
 
-    def meta_info(self) -> dict[str, Any]:
-        return {
-            "id": self.rid,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
-            "finish_reason": None if self.finish_reason is None else self.finish_reason.to_dict(),
-            "e2e_latency": time.perf_counter() - self.created,
-        }
-
 
 class OutputObserver(Protocol):
     """Sees every batch of updated request states (the metrics of --enable-metrics)."""
 
     def on_outputs(self, states: list[RequestState]) -> None: ...
-
-
-@dataclass(frozen=True)
-class OutputDelta:
-    """What one request gained since its previous delta (text may be empty at the finish)."""
-
-    index: int  # the request's position in the list given to ``deltas``
-    state: RequestState
-    text: str
-    first_token: int  # ``state.output_ids[first_token:]`` are the new tokens
 
 
 class TokenizerManager:
@@ -141,42 +121,6 @@ class TokenizerManager:
         await self._send(GenerateRequest(rids, input_ids, params, return_logprob, top_logprobs_num))
         return states
 
-    async def updates(self, states: list[RequestState]) -> AsyncGenerator[RequestState, None]:
-        """Yields a request's state each time new output arrived, until all finished.
-
-        If the consumer stops early (client gone, task cancelled), the unfinished requests
-        are aborted in the scheduler so their KV is freed.
-        """
-        remaining = list(states)
-        try:
-            while remaining:
-                waiters = {asyncio.ensure_future(s.event.wait()): s for s in remaining}
-                try:
-                    done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    for waiter in waiters:
-                        waiter.cancel()
-                for waiter in done:
-                    state = waiters[waiter]
-                    state.event.clear()
-                    yield state
-                    if state.finished:
-                        remaining.remove(state)
-        finally:
-            await self.release(states)
-
-    async def deltas(self, states: list[RequestState]) -> AsyncGenerator[OutputDelta, None]:
-        """Like ``updates``, but yields only what is new for each request."""
-        sent_chars = [0] * len(states)
-        sent_tokens = [0] * len(states)
-        index = {id(s): i for i, s in enumerate(states)}
-        async with aclosing(self.updates(states)) as updates:
-            async for state in updates:
-                i = index[id(state)]
-                delta = OutputDelta(i, state, state.text[sent_chars[i] :], sent_tokens[i])
-                sent_chars[i], sent_tokens[i] = len(state.text), len(state.output_ids)
-                yield delta
-
     async def release(self, states: list[RequestState]) -> None:
         """Forgets finished requests and aborts the others."""
         for state in states:
@@ -184,34 +128,6 @@ class TokenizerManager:
                 logger.info("aborting unfinished request %s", state.rid)
                 await self.abort(state.rid)
             self.states.pop(state.rid, None)
-
-    async def wait(self, state: RequestState) -> RequestState:
-        """Waits for the whole output; aborts the request if cancelled meanwhile.
-
-        NOTE: a client that leaves cancels its handler (``ClientDisconnectMiddleware``), so
-        there is nothing to poll here.
-        """
-        try:
-            while not state.finished:
-                await state.event.wait()
-                state.event.clear()
-            return state
-        finally:
-            await self.release([state])
-
-    async def wait_until(self, state: RequestState, timeout_s: float) -> None:
-        """Waits for ``state`` to finish or ``timeout_s`` to pass, whichever is first."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while not state.finished:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return
-            try:
-                await asyncio.wait_for(state.event.wait(), remaining)
-            except TimeoutError:
-                return
-            state.event.clear()
 
     async def abort(self, rid: str | None = None, abort_all: bool = False) -> None:
         await self._send(AbortRequest(rid=rid, abort_all=abort_all))

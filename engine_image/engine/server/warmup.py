@@ -11,6 +11,8 @@ from engine.core.errors import InvalidRequest
 from engine.ipc.messages import ClassifyRequest, EmbedRequest
 from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
+from engine.server.generation.service import submit
+from engine.server.http_errors import ApiError
 
 logger = logging.getLogger(__name__)
 
@@ -33,18 +35,18 @@ async def warm_up(ctx: ServerContext) -> None:
         else:
             logger.error("warm-up embedding failed; /health stays 503")
         return
-    tm = ctx.tokenizer_manager
     ids = ctx.tokenizer.encode("The capital city of France is")
-    states = await tm.submit(ids, SamplingParams(max_new_tokens=4, temperature=0), False, 0)
+    generation = await submit(ctx, [ids], [SamplingParams(max_new_tokens=4, temperature=0)])
     try:
-        await tm.wait_until(states[0], WARMUP_TIMEOUT_S)
-    finally:
-        await tm.release(states)
-    if states[0].finished and not states[0].error:
+        # NOTE: a timeout cancels the results, which aborts the request.
+        await asyncio.wait_for(generation.results(), WARMUP_TIMEOUT_S)
+    except TimeoutError:
+        logger.error("warm-up generate failed (timeout); /health stays 503")
+    except ApiError as err:
+        logger.error("warm-up generate failed (%s); /health stays 503", err.message)
+    else:
         ctx.ready = True
         logger.info("warm-up done; the server is ready")
-    else:
-        logger.error("warm-up generate failed (%s); /health stays 503", states[0].error or "timeout")
 
 
 async def embed_probe(ctx: ServerContext, timeout_s: float) -> bool:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from engine.function_call import ToolCall, tool_call_detector
 from engine.reasoning import REASONING_FORMATS, ReasoningDelta, ReasoningParser, reasoning_format
-from engine.server.openai.chat_output import ChatOutputParser
+from engine.server.chat.output import ChatOutputParser
 
 CASES: list[tuple[str, str, str, str]] = [
     (

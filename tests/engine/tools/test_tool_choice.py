@@ -10,12 +10,12 @@ import pytest
 
 from engine.function_call import ToolCallDelta, tool_call_detector
 from engine.function_call.forced import NAMED_CALL, REQUIRED_CALLS
+from engine.server.chat.messages import NamedToolChoice, Tool
+from engine.server.chat.output import chat_output_parser
+from engine.server.chat.tool_calling import NO_TOOL_CALLING, tool_calling, with_call_grammar
 from engine.server.http_errors import ApiError
 from engine.server.ollama.protocol import Done, FunctionCallReply, ToolCallReply
 from engine.server.ollama.serving_chat import tool_call_render
-from engine.server.openai.chat_output import chat_output_parser
-from engine.server.openai.protocol import NamedToolChoice, Tool
-from engine.server.openai.tool_calls import NO_TOOL_CALLING, tool_calling, with_call_grammar
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",

@@ -1,4 +1,4 @@
-"""An Anthropic /v1/messages request as the OpenAI chat request the engine runs.
+"""An Anthropic /v1/messages request as the chat messages, tools and sampling params the engine runs.
 
 Content blocks map onto chat messages: tool_use blocks become the assistant's tool_calls,
 tool_result blocks become ``tool`` messages (before the user's text, as Anthropic orders
@@ -16,10 +16,7 @@ from engine.server.anthropic.protocol import (
     MessagesRequest,
     ToolChoice,
 )
-from engine.server.http_errors import bad_request
-from engine.server.openai.chat_template import message_text
-from engine.server.openai.protocol import (
-    ChatCompletionRequest,
+from engine.server.chat.messages import (
     ChatMessage,
     ContentPart,
     FunctionCall,
@@ -29,7 +26,9 @@ from engine.server.openai.protocol import (
     Tool,
     ToolCallMessage,
 )
-from engine.server.openai.protocol import ToolChoice as ChatToolChoice
+from engine.server.chat.messages import ToolChoice as ChatToolChoice
+from engine.server.chat.template import message_text
+from engine.server.http_errors import bad_request
 
 _DROPPED_BLOCKS = {"thinking", "redacted_thinking"}
 _CHOICES: dict[str, ChatToolChoice] = {"auto": "auto", "any": "required", "none": "none"}
@@ -67,20 +66,28 @@ def chat_tool_choice(choice: ToolChoice | None) -> ChatToolChoice | None:
     return NamedToolChoice(type="function", function=FunctionName(name=choice.name))
 
 
-def chat_request(body: MessagesRequest) -> ChatCompletionRequest:
-    return ChatCompletionRequest(
-        model=body.model,
-        messages=chat_messages(body),
-        max_tokens=body.max_tokens,
-        stop=body.stop_sequences,
-        temperature=body.temperature,
-        top_p=body.top_p,
-        top_k=body.top_k,
-        stream=body.stream,
-        tools=chat_tools(body),
-        tool_choice=chat_tool_choice(body.tool_choice),
-        parallel_tool_calls=not (body.tool_choice and body.tool_choice.disable_parallel_tool_use),
-    )
+def parallel_tool_calls(body: MessagesRequest) -> bool:
+    return not (body.tool_choice and body.tool_choice.disable_parallel_tool_use)
+
+
+def sampling_params(body: MessagesRequest) -> dict[str, Any]:
+    """The request's sampling fields as the engine's sampling params (not yet validated).
+
+    NOTE: ``ignore_eos`` and ``skip_special_tokens`` are always given, as for an OpenAI chat
+    request, so they override the server's preferred params the same way.
+    """
+    params: dict[str, Any] = {
+        "max_new_tokens": body.max_tokens,
+        "ignore_eos": False,
+        "skip_special_tokens": True,
+    }
+    for name in ("temperature", "top_p", "top_k"):
+        value = getattr(body, name)
+        if value is not None:
+            params[name] = value
+    if body.stop_sequences:
+        params["stop"] = list(body.stop_sequences)
+    return params
 
 
 def _chat_messages(message: InputMessage) -> list[ChatMessage]:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.server.openai.protocol import ContentPart, ToolName
+from engine.server.chat.messages import ContentPart, ToolName
 
 # ---------------------------------------------------------------- requests
 

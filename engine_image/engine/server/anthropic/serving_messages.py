@@ -1,8 +1,8 @@
-"""/v1/messages and /v1/messages/count_tokens: an adapter over the OpenAI chat handling.
+"""/v1/messages and /v1/messages/count_tokens: an adapter over the shared chat pipeline.
 
-An Anthropic request is translated into a ``ChatCompletionRequest`` and runs through the
-same building blocks as /v1/chat/completions (chat template, prompt check, sampling params,
-the TokenizerManager); only the answer is shaped the Anthropic way.
+An Anthropic request is translated into chat messages, tools and sampling params and runs
+through the same building blocks as /v1/chat/completions (chat template, tool calling, the
+generation service); only the answer is shaped the Anthropic way.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 import orjson
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from engine.server.anthropic.chat_translation import (
     chat_messages,
-    chat_request,
     chat_tool_choice,
     chat_tools,
+    parallel_tool_calls,
+    sampling_params,
 )
 from engine.server.anthropic.errors import error_body
 from engine.server.anthropic.protocol import (
@@ -42,14 +43,16 @@ from engine.server.anthropic.protocol import (
     sse_event,
 )
 from engine.server.anthropic.stream_blocks import BlockEvents, new_tool_use_id
+from engine.server.chat.output import ChatOutputParser, chat_output_parser
+from engine.server.chat.template import chat_prompt_ids
+from engine.server.chat.tool_calling import tool_calling, with_call_grammar
 from engine.server.context import ServerContext
+from engine.server.generation.params import sampling_params_for
+from engine.server.generation.prompt import check_prompt
+from engine.server.generation.service import Generation, Sample, submit
+from engine.server.generation.service import Usage as GenerationUsage
+from engine.server.generation.streaming import GenerationStream
 from engine.server.http_errors import ApiError
-from engine.server.native_generate import check_prompt, sampling_params_for
-from engine.server.openai.chat_output import ChatOutputParser, chat_output_parser
-from engine.server.openai.chat_template import chat_prompt_ids
-from engine.server.openai.sampling import sampling_params
-from engine.server.openai.tool_calls import tool_calling, with_call_grammar
-from engine.server.tokenizer_manager import RequestState
 
 
 def count_tokens(ctx: ServerContext, body: CountTokensRequest) -> Response:
@@ -63,11 +66,11 @@ def count_tokens(ctx: ServerContext, body: CountTokensRequest) -> Response:
     )
 
 
-def stop_reason(state: RequestState) -> tuple[StopReason, str | None]:
-    """A finished request's stop_reason and stop_sequence; an ApiError if it failed or was aborted."""
-    finish = state.finish_reason
-    if state.error:
-        raise ApiError(400, state.error)
+def stop_reason(sample: Sample) -> tuple[StopReason, str | None]:
+    """A finished sample's stop_reason and stop_sequence; an ApiError if it failed or was aborted."""
+    finish = sample.finish_reason
+    if sample.error:
+        raise ApiError(400, sample.error)
     if finish is not None and finish.kind == "length":
         return "max_tokens", None
     if finish is not None and finish.kind == "stop":
@@ -78,26 +81,25 @@ def stop_reason(state: RequestState) -> tuple[StopReason, str | None]:
 
 
 async def create_message(ctx: ServerContext, body: MessagesRequest) -> Response:
-    chat = chat_request(body)
     calling = tool_calling(
-        chat.tools, chat.tool_choice, ctx.args.tool_call_parser, chat.parallel_tool_calls
+        chat_tools(body),
+        chat_tool_choice(body.tool_choice),
+        ctx.args.tool_call_parser,
+        parallel_tool_calls(body),
     )
-    ids = chat_prompt_ids(ctx.tokenizer, chat.messages, None, calling.template_tools)
+    ids = chat_prompt_ids(ctx.tokenizer, chat_messages(body), None, calling.template_tools)
     check_prompt(ctx, ids, body.max_tokens)
-    params = sampling_params_for(
-        ctx, with_call_grammar(sampling_params(chat, body.max_tokens), calling)
-    )
+    params = sampling_params_for(ctx, with_call_grammar(sampling_params(body), calling))
     # NOTE: reasoning stays in the text here: thinking blocks are not produced.
     parser = chat_output_parser(None, calling.detector, calling.names)
-    tm = ctx.tokenizer_manager
-    (state,) = await tm.submit(ids, params, False, 0)
+    generation = await submit(ctx, [ids], [params])
     message_id = f"msg_{uuid.uuid4().hex}"
     if body.stream:
-        stream = _stream(ctx, state, parser, message_id, body.model)
-        return StreamingResponse(stream, media_type="text/event-stream")
-    await tm.wait(state)
-    reason, sequence = stop_reason(state)
-    content = _blocks(state.text, parser)
+        stream = _stream(generation, parser, message_id, body.model)
+        return GenerationStream(generation, stream, "text/event-stream")
+    (sample,) = await generation.results()
+    reason, sequence = stop_reason(sample)
+    content = _blocks(sample.text, parser)
     if reason == "end_turn" and any(isinstance(block, ToolUseBlock) for block in content):
         reason = "tool_use"
     message = Message(
@@ -106,7 +108,7 @@ async def create_message(ctx: ServerContext, body: MessagesRequest) -> Response:
         content=content,
         stop_reason=reason,
         stop_sequence=sequence,
-        usage=_usage(state),
+        usage=_usage(generation.usage()),
     )
     return Response(encode_json(message), media_type="application/json")
 
@@ -125,17 +127,16 @@ def _blocks(text: str, parser: ChatOutputParser | None) -> list[ResponseBlock]:
     return blocks
 
 
-def _usage(state: RequestState) -> Usage:
+def _usage(usage: GenerationUsage) -> Usage:
     return Usage(
-        input_tokens=state.prompt_tokens,
-        output_tokens=state.completion_tokens,
-        cache_read_input_tokens=state.cached_tokens,
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cache_read_input_tokens=usage.cached_tokens,
     )
 
 
 async def _stream(
-    ctx: ServerContext,
-    state: RequestState,
+    generation: Generation,
     parser: ChatOutputParser | None,
     message_id: str,
     model: str,
@@ -146,28 +147,27 @@ async def _stream(
         content=[],
         stop_reason=None,
         stop_sequence=None,
-        usage=_usage(state),
+        usage=_usage(generation.usage()),
     )
     yield sse_event(MessageStart(message=start))
     blocks = BlockEvents(text_open=parser is None)
     if parser is None:
         yield sse_event(ContentBlockStart(index=0, content_block=TextBlock(text="")))
     yield sse_event(Ping())
-    sent = 0
-    async with aclosing(ctx.tokenizer_manager.updates([state])) as updates:
-        async for _ in updates:
-            new, sent = state.text[sent:], len(state.text)
+    async with aclosing(generation.deltas()) as deltas:
+        async for delta in deltas:
             if parser is None:
-                events = blocks.text(new)
+                events = blocks.text(delta.text)
             else:
-                out = parser.feed(new, final=state.finished)
+                out = parser.feed(delta.text, final=delta.finished)
                 events = blocks.text(out.content)
                 for call in out.calls:
                     events += blocks.call(call)
             for event in events:
                 yield sse_event(event)
+    (sample,) = generation.samples
     try:
-        reason, sequence = stop_reason(state)
+        reason, sequence = stop_reason(sample)
     except ApiError as err:
         yield sse_event(error_body(err))
         return
@@ -175,10 +175,11 @@ async def _stream(
         yield sse_event(event)
     if reason == "end_turn" and blocks.called_tools:
         reason = "tool_use"
-    usage = DeltaUsage(
-        output_tokens=state.completion_tokens, cache_read_input_tokens=state.cached_tokens
+    usage = generation.usage()
+    delta_usage = DeltaUsage(
+        output_tokens=usage.completion_tokens, cache_read_input_tokens=usage.cached_tokens
     )
     yield sse_event(
-        MessageDelta(delta=StopDelta(stop_reason=reason, stop_sequence=sequence), usage=usage)
+        MessageDelta(delta=StopDelta(stop_reason=reason, stop_sequence=sequence), usage=delta_usage)
     )
     yield sse_event(MessageStop())

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import msgspec
 from pydantic import BaseModel, ConfigDict
 
-from engine.server.openai.protocol import Tool, ToolCallMessage
+from engine.server.chat.messages import Tool, ToolCallMessage
 
 # ---------------------------------------------------------------- requests
 

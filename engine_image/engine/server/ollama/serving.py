@@ -13,11 +13,11 @@ from fastapi.responses import Response, StreamingResponse
 
 from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
+from engine.server.generation.params import JSON_OBJECT_SCHEMA, sampling_params_for
+from engine.server.generation.prompt import check_prompt
+from engine.server.generation.service import Generation, Sample, submit
 from engine.server.http_errors import ApiError, bad_request
-from engine.server.native_generate import check_prompt, sampling_params_for
 from engine.server.ollama.protocol import Done, Options, encode_json, ndjson_line
-from engine.server.openai.sampling import JSON_OBJECT_SCHEMA
-from engine.server.tokenizer_manager import RequestState
 
 # NOTE: Ollama option name → the engine's sampling parameter name, copied when set.
 _OPTION_NAMES = {
@@ -90,8 +90,8 @@ def sampling_params(
     return sampling_params_for(ctx, raw)
 
 
-class Generation:
-    """One prompt through the TokenizerManager, as text deltas, with Ollama's timings.
+class TimedGeneration:
+    """One prompt through the generation service, as text deltas, with Ollama's timings.
 
     The request is submitted when the deltas are first iterated, so a streamed reply whose
     client left before the first byte never reaches the scheduler.
@@ -100,44 +100,48 @@ class Generation:
     def __init__(
         self, ctx: ServerContext, ids: list[int], params: SamplingParams, started_ns: int
     ) -> None:
-        self.tm = ctx.tokenizer_manager
+        self.ctx = ctx
         self.ids = ids
         self.params = params
         self.started_ns = started_ns
         self.first_output_ns: int | None = None
-        self.state: RequestState | None = None
+        self.submitted: Generation | None = None
+
+    @property
+    def sample(self) -> Sample | None:
+        """The output so far; None before the request was submitted."""
+        return None if self.submitted is None else self.submitted.samples[0]
 
     async def deltas(self) -> AsyncGenerator[str, None]:
-        states = await self.tm.submit(self.ids, self.params, False, 0)
-        self.state = states[0]
-        sent = 0
-        async with aclosing(self.tm.updates(states)) as updates:
-            async for state in updates:
-                if state.error:
-                    raise ApiError(400, state.error)
+        self.submitted = await submit(self.ctx, [self.ids], [self.params])
+        async with aclosing(self.submitted.deltas()) as deltas:
+            async for delta in deltas:
+                if delta.error:
+                    raise ApiError(400, delta.error)
                 if self.first_output_ns is None:
                     self.first_output_ns = time.perf_counter_ns()
-                if len(state.text) > sent:
-                    yield state.text[sent:]
-                    sent = len(state.text)
+                if delta.text:
+                    yield delta.text
 
     def done(self) -> Done:
-        state = self.state
-        assert state is not None, "done() before the generation ran"
+        submitted = self.submitted
+        assert submitted is not None, "done() before the generation ran"
+        finish = submitted.samples[0].finish_reason
+        usage = submitted.usage()
         end = time.perf_counter_ns()
         first = self.first_output_ns or end
         return Done(
-            done_reason=state.finish_reason.kind if state.finish_reason else "stop",
+            done_reason=finish.kind if finish else "stop",
             total_duration=end - self.started_ns,
             load_duration=0,  # the model is always loaded
-            prompt_eval_count=state.prompt_tokens,
+            prompt_eval_count=usage.prompt_tokens,
             prompt_eval_duration=first - self.started_ns,
-            eval_count=state.completion_tokens,
+            eval_count=usage.completion_tokens,
             eval_duration=end - first,
         )
 
 
-async def respond(generation: Generation, stream: bool, render: Render) -> Response:
+async def respond(generation: TimedGeneration, stream: bool, render: Render) -> Response:
     if stream:
         return StreamingResponse(_ndjson(generation, render), media_type="application/x-ndjson")
     # NOTE: a client that leaves cancels this handler; closing the deltas aborts the request.
@@ -145,12 +149,12 @@ async def respond(generation: Generation, stream: bool, render: Render) -> Respo
     return Response(encode_json(render(text, generation.done())), media_type="application/json")
 
 
-async def _whole_text(generation: Generation) -> str:
+async def _whole_text(generation: TimedGeneration) -> str:
     async with aclosing(generation.deltas()) as deltas:
         return "".join([text async for text in deltas])
 
 
-async def _ndjson(generation: Generation, render: Render) -> AsyncIterator[bytes]:
+async def _ndjson(generation: TimedGeneration, render: Render) -> AsyncIterator[bytes]:
     try:
         async with aclosing(generation.deltas()) as deltas:
             async for text in deltas:

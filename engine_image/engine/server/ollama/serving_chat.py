@@ -7,6 +7,10 @@ import time
 import orjson
 from fastapi.responses import Response
 
+from engine.server.chat.messages import ChatMessage
+from engine.server.chat.output import ChatOutputParser, chat_output_parser
+from engine.server.chat.template import chat_prompt_ids
+from engine.server.chat.tool_calling import tool_calling
 from engine.server.context import ServerContext
 from engine.server.http_errors import bad_request
 from engine.server.ollama.protocol import (
@@ -21,17 +25,13 @@ from engine.server.ollama.protocol import (
     timestamp,
 )
 from engine.server.ollama.serving import (
-    Generation,
     Render,
+    TimedGeneration,
     check_model,
     refuse_unavailable,
     respond,
     sampling_params,
 )
-from engine.server.openai.chat_output import ChatOutputParser, chat_output_parser
-from engine.server.openai.chat_template import chat_prompt_ids
-from engine.server.openai.protocol import ChatMessage
-from engine.server.openai.tool_calls import tool_calling
 
 
 def chat_reply(
@@ -89,7 +89,7 @@ async def chat(ctx: ServerContext, body: ChatRequest) -> Response:
         ChatMessage(role=m.role, content=m.content, tool_calls=m.tool_calls) for m in body.messages
     ]
     ids = chat_prompt_ids(ctx.tokenizer, messages, None, calling.template_tools)
-    generation = Generation(
+    generation = TimedGeneration(
         ctx, ids, sampling_params(ctx, body.options, ids, body.format), started_ns
     )
     parser = chat_output_parser(None, calling.detector, calling.names)

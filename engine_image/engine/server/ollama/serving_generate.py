@@ -6,6 +6,8 @@ import time
 
 from fastapi.responses import Response
 
+from engine.server.chat.messages import ChatMessage
+from engine.server.chat.template import chat_prompt_ids
 from engine.server.context import ServerContext
 from engine.server.http_errors import bad_request
 from engine.server.ollama.protocol import (
@@ -17,14 +19,12 @@ from engine.server.ollama.protocol import (
     timestamp,
 )
 from engine.server.ollama.serving import (
-    Generation,
+    TimedGeneration,
     check_model,
     refuse_unavailable,
     respond,
     sampling_params,
 )
-from engine.server.openai.chat_template import chat_prompt_ids
-from engine.server.openai.protocol import ChatMessage
 
 
 def _refuse_unavailable(ctx: ServerContext, body: GenerateRequest) -> None:
@@ -65,15 +65,15 @@ async def generate(ctx: ServerContext, body: GenerateRequest) -> Response:
         )
         return Response(encode_json(loaded), media_type="application/json")
     ids = prompt_ids(ctx, body)
-    generation = Generation(
+    generation = TimedGeneration(
         ctx, ids, sampling_params(ctx, body.options, ids, body.format), started_ns
     )
 
     def render(text: str, done: Done | None) -> GenerateReply:
         # NOTE: the final reply's context lets a client continue the conversation (not in raw mode).
         context = None
-        if done is not None and not body.raw and generation.state is not None:
-            context = generation.ids + generation.state.output_ids
+        if done is not None and not body.raw and generation.sample is not None:
+            context = generation.ids + generation.sample.token_ids
         return GenerateReply(
             model=body.model,
             created_at=timestamp(),

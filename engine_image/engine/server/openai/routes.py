@@ -16,9 +16,10 @@ from engine.server.openai.protocol import (
     ModelList,
     encode_json,
 )
+from engine.server.openai.responses_protocol import ResponsesRequest
 from engine.server.openai.serving_chat import create_chat_completion
 from engine.server.openai.serving_completions import create_completion
-from engine.server.openai.serving_responses import ResponsesRequest, create_response
+from engine.server.openai.serving_responses import create_response
 
 
 def openai_router(ctx: ServerContext) -> APIRouter:

@@ -7,11 +7,9 @@ from typing import Any
 import orjson
 
 from engine.ipc.finish_reason import FinishReason
+from engine.server.generation.params import JSON_OBJECT_SCHEMA
 from engine.server.http_errors import bad_request
 from engine.server.openai.protocol import ResponseFormat, SamplingFields
-
-# NOTE: OpenAI's json_object mode (and Ollama's "json"): any JSON object, as SGLang does it.
-JSON_OBJECT_SCHEMA = '{"type": "object"}'
 
 # NOTE: OpenAI field name → SGLang sampling parameter name, copied when set.
 _PASSTHROUGH = (

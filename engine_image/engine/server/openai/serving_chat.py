@@ -7,13 +7,18 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
+from engine.ipc.finish_reason import FinishReason
+from engine.server.chat.output import ChatOutputDelta, ChatOutputParser, chat_output_parser
+from engine.server.chat.template import chat_prompt_ids
+from engine.server.chat.tool_calling import tool_calling, with_call_grammar
 from engine.server.context import ServerContext
-from engine.server.http_errors import ApiError
-from engine.server.native_generate import check_prompt, sampling_params_for
-from engine.server.openai.chat_output import ChatOutputDelta, ChatOutputParser, chat_output_parser
-from engine.server.openai.chat_template import chat_prompt_ids
+from engine.server.generation.params import sampling_params_for
+from engine.server.generation.prompt import check_prompt
+from engine.server.generation.service import Generation, submit
+from engine.server.generation.service import Usage as GenerationUsage
+from engine.server.generation.streaming import GenerationStream
 from engine.server.openai.logprobs import chat_logprobs
 from engine.server.openai.protocol import (
     SSE_DONE,
@@ -31,24 +36,16 @@ from engine.server.openai.protocol import (
     stream_error,
 )
 from engine.server.openai.sampling import finish_reason, sampling_params
-from engine.server.openai.tool_calls import (
-    tool_call_deltas_out,
-    tool_calling,
-    tool_calls_out,
-    with_call_grammar,
-)
-from engine.server.tokenizer_manager import RequestState
+from engine.server.openai.tool_calls import tool_call_deltas_out, tool_calls_out
 
 
-def usage_of(states: list[RequestState], prompt_tokens: int) -> Usage:
-    completion = sum(s.completion_tokens for s in states)
+def usage_out(usage: GenerationUsage) -> Usage:
+    """A generation's usage in OpenAI's shape (chat and completions)."""
     return Usage(
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion,
-        total_tokens=prompt_tokens + completion,
-        prompt_tokens_details=PromptTokensDetails(
-            cached_tokens=max(s.cached_tokens for s in states)
-        ),
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.prompt_tokens + usage.completion_tokens,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=usage.cached_tokens),
     )
 
 
@@ -72,31 +69,23 @@ async def create_chat_completion(ctx: ServerContext, body: ChatCompletionRequest
         return chat_output_parser(reasoning, calling.detector, calling.names)
 
     top = (body.top_logprobs or 0) if body.logprobs else 0
-    tm = ctx.tokenizer_manager
-    states = await tm.submit(ids, params, body.logprobs, top)
+    generation = await submit(ctx, [ids], [params], body.logprobs, top)
     response_id = f"chatcmpl-{uuid.uuid4().hex}"
     model = body.model or ctx.args.model_name
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        parsers = [parser() for _ in states]
-        stream = _stream(
-            ctx, states, parsers, response_id, model, len(ids), body.logprobs, include_usage
-        )
-        return StreamingResponse(stream, media_type="text/event-stream")
-    for state in states:
-        await tm.wait(state)
-    errors = [s.error for s in states if s.error]
-    if errors:
-        raise ApiError(400, errors[0])
+        parsers = [parser() for _ in generation.samples]
+        stream = _stream(ctx, generation, parsers, response_id, model, body.logprobs, include_usage)
+        return GenerationStream(generation, stream, "text/event-stream")
     choices = []
-    for i, s in enumerate(states):
+    for i, s in enumerate(await generation.results()):
         message = _message(s.text, parser())
         choices.append(
             ChatChoice(
                 index=i,
                 message=message,
-                finish_reason=_finish_reason(s, bool(message.tool_calls)),
-                logprobs=chat_logprobs(ctx.tokenizer, s.output_ids, s.logprobs, s.top_logprobs)
+                finish_reason=_finish_reason(s.finish_reason, bool(message.tool_calls)),
+                logprobs=chat_logprobs(ctx.tokenizer, s.token_ids, s.logprobs, s.top_logprobs)
                 if body.logprobs
                 else None,
             )
@@ -107,7 +96,7 @@ async def create_chat_completion(ctx: ServerContext, body: ChatCompletionRequest
         created=int(time.time()),
         model=model,
         choices=choices,
-        usage=usage_of(states, len(ids)),
+        usage=usage_out(generation.usage()),
     )
     return Response(encode_json(completion), media_type="application/json")
 
@@ -127,18 +116,17 @@ def _message(text: str, parser: ChatOutputParser | None) -> AssistantMessage:
     )
 
 
-def _finish_reason(state: RequestState, called_tools: bool) -> str | None:
-    reason = finish_reason(state.finish_reason)
+def _finish_reason(finish: FinishReason | None, called_tools: bool) -> str | None:
+    reason = finish_reason(finish)
     return "tool_calls" if called_tools and reason == "stop" else reason
 
 
 async def _stream(
     ctx: ServerContext,
-    states: list[RequestState],
+    generation: Generation,
     parsers: list[ChatOutputParser | None],
     response_id: str,
     model: str,
-    prompt_tokens: int,
     logprobs: bool,
     include_usage: bool,
 ) -> AsyncIterator[bytes]:
@@ -156,31 +144,26 @@ async def _stream(
             )
         )
 
-    called_tools = [False] * len(states)
-    for i in range(len(states)):
+    called_tools = [False] * len(generation.samples)
+    for i in range(len(generation.samples)):
         yield chunk([ChunkChoice(index=i, delta=Delta(role="assistant", content=""))])
-    async with aclosing(ctx.tokenizer_manager.deltas(states)) as deltas:
+    async with aclosing(generation.deltas()) as deltas:
         async for delta in deltas:
-            state = delta.state
-            if state.error:
-                yield stream_error(state.error)
+            if delta.error:
+                yield stream_error(delta.error)
                 break
             parser = parsers[delta.index]
-            final = state.finish_reason is not None
+            final = delta.finish_reason is not None
             if parser is None:
                 out = Delta(content=delta.text)
             else:
                 out = _delta(parser.feed(delta.text, final))
                 called_tools[delta.index] = called_tools[delta.index] or out.tool_calls is not None
-            reason = _finish_reason(state, called_tools[delta.index])
+            reason = _finish_reason(delta.finish_reason, called_tools[delta.index])
             choice_logprobs = None
-            if logprobs and len(state.output_ids) > delta.first_token:
-                start = delta.first_token
+            if logprobs and delta.token_ids:
                 choice_logprobs = chat_logprobs(
-                    ctx.tokenizer,
-                    state.output_ids[start:],
-                    state.logprobs[start:],
-                    state.top_logprobs[start:],
+                    ctx.tokenizer, delta.token_ids, delta.logprobs, delta.top_logprobs
                 )
             if (
                 not (out.content or out.reasoning_content or out.tool_calls)
@@ -196,7 +179,7 @@ async def _stream(
                 ]
             )
     if include_usage:
-        yield chunk([], usage_of(states, prompt_tokens))
+        yield chunk([], usage_out(generation.usage()))
     yield SSE_DONE
 
 

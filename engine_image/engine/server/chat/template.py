@@ -8,8 +8,8 @@ from typing import Any
 from jinja2 import TemplateError
 from transformers import PreTrainedTokenizerBase
 
+from engine.server.chat.messages import ChatMessage, ToolCallMessage
 from engine.server.http_errors import bad_request
-from engine.server.openai.protocol import ChatMessage, ToolCallMessage
 
 _ROLES = {"system", "user", "assistant", "tool", "developer"}
 
