@@ -37,7 +37,6 @@ logger = logging.getLogger(__name__)
 def run_scheduler_process(
     config: EngineConfig,
     port_args: PortArgs,
-    server_args: dict[str, Any],
     log_level: str,
     ready_writer: Connection,
 ) -> None:
@@ -55,9 +54,9 @@ def run_scheduler_process(
         server: SchedulerServer | EncoderServer
         if is_encoder(architectures):
             cross_encoder = any(arch in CROSS_ENCODER_ARCHITECTURES for arch in architectures)
-            server, ready = _encoder_server(config, inbox, outbox, server_args, cross_encoder)
+            server, ready = _encoder_server(config, inbox, outbox, cross_encoder)
         else:
-            server, ready = _decoder_server(config, inbox, outbox, server_args, is_classifier(architectures))
+            server, ready = _decoder_server(config, inbox, outbox, is_classifier(architectures))
     except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
         ready_writer.send({"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]})
         sys.exit(1)
@@ -66,7 +65,7 @@ def run_scheduler_process(
 
 
 def _decoder_server(
-    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any], reward: bool
+    config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], reward: bool
 ) -> tuple[SchedulerServer, dict[str, Any]]:
     tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or config.model_path)
     if reward:
@@ -83,7 +82,7 @@ def _decoder_server(
     )
     scheduler = Scheduler(runner, functools.partial(decode_text, tokenizer), extra_eos, grammars)
     model = (
-        DecoderClassifier(runner, scheduler.tree) if reward else DecoderForwardOnly(runner, scheduler.tree, config.is_embedding)
+        DecoderClassifier(runner, scheduler.kv) if reward else DecoderForwardOnly(runner, scheduler.kv, config.is_embedding)
     )
     forward_only = ForwardOnlyQueue(model, scheduler.token_budget)
     ready = {
@@ -93,11 +92,11 @@ def _decoder_server(
         "dtype": str(runner.dtype).removeprefix("torch."),
         "is_embedding": config.is_embedding,
     }
-    return SchedulerServer(scheduler, inbox, outbox, server_args, forward_only), ready
+    return SchedulerServer(scheduler, inbox, outbox, forward_only), ready
 
 
 def _encoder_server(
-    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any], cross_encoder: bool
+    config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], cross_encoder: bool
 ) -> tuple[EncoderServer, dict[str, Any]]:
     runner = CrossEncoderRunner(config) if cross_encoder else EncoderRunner(config)
     ready = {
@@ -107,4 +106,4 @@ def _encoder_server(
         "dtype": str(runner.dtype).removeprefix("torch."),
         "is_embedding": True,
     }
-    return EncoderServer(runner, inbox, outbox, server_args), ready
+    return EncoderServer(runner, inbox, outbox), ready
