@@ -62,10 +62,8 @@ class Engine:
         pending = {req.rid for group in groups for req in group}
         while pending:
             outputs = self.scheduler.step()
-            if outputs.refused:
-                for rid in pending:
-                    self.scheduler.abort(rid)
-                raise InvalidRequest(outputs.refused[0].message)
+            # NOTE: a refused request (its grammar did not compile) ends as an "abort".
+            pending.difference_update(refused.rid for refused in outputs.refused)
             for delta in outputs.deltas:
                 if delta.finish_reason is not None:
                     pending.discard(delta.rid)
