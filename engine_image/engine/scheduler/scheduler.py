@@ -50,9 +50,9 @@ class Scheduler:
         if grammar_backend is not None:
             self.grammar_queue = GrammarQueue(GrammarCache(grammar_backend))
             grammar_mask = GrammarLogitsMask(grammar_backend, runner.config.max_running_requests)
-        sampling = TokenSampling(runner.device, FinishRules(decode_text), grammar_mask)
-        self.prefill = Prefill(runner, self.kv, sampling)
-        self.decode = Decode(runner, self.kv, sampling)
+        self.sampling = TokenSampling(runner.device, FinishRules(decode_text), grammar_mask)
+        self.prefill = Prefill(runner, self.kv, self.sampling)
+        self.decode = Decode(runner, self.kv, self.sampling)
         self.model_path = runner.config.model_path
         self.weight_version = 1
 
