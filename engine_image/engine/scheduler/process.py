@@ -18,6 +18,7 @@ from transformers import AutoTokenizer
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.detokenizer.decode_text import decode_text
 from engine.engine_config import EngineConfig
+from engine.ipc.scheduler_stats import SchedulerStats
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 from engine.models.registry import CROSS_ENCODER_ARCHITECTURES, is_classifier, is_encoder
 from engine.runtime.cross_encoder_runner import CrossEncoderRunner
@@ -85,25 +86,23 @@ def _decoder_server(
         DecoderClassifier(runner, scheduler.kv) if reward else DecoderForwardOnly(runner, scheduler.kv, config.is_embedding)
     )
     forward_only = ForwardOnlyQueue(model, scheduler.token_budget)
-    ready = {
-        "max_total_tokens": runner.max_total_tokens,
-        "context_length": runner.context_length,
-        "device": str(runner.device),
-        "dtype": str(runner.dtype).removeprefix("torch."),
-        "is_embedding": config.is_embedding,
-    }
-    return SchedulerServer(scheduler, inbox, outbox, forward_only), ready
+    return SchedulerServer(scheduler, inbox, outbox, forward_only), _ready_report(scheduler.stats(), config.is_embedding)
 
 
 def _encoder_server(
     config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], cross_encoder: bool
 ) -> tuple[EncoderServer, dict[str, Any]]:
     runner = CrossEncoderRunner(config) if cross_encoder else EncoderRunner(config)
-    ready = {
-        "max_total_tokens": 0,
-        "context_length": runner.context_length,
-        "device": str(runner.device),
-        "dtype": str(runner.dtype).removeprefix("torch."),
-        "is_embedding": True,
+    server = EncoderServer(runner, inbox, outbox)
+    return server, _ready_report(server.stats(), is_embedding=True)
+
+
+def _ready_report(stats: SchedulerStats, is_embedding: bool) -> dict[str, Any]:
+    """What the launcher reads from the start-up pipe once the model is loaded."""
+    return {
+        "max_total_tokens": stats.max_total_tokens,
+        "context_length": stats.context_length,
+        "device": stats.device,
+        "dtype": stats.dtype,
+        "is_embedding": is_embedding,
     }
-    return EncoderServer(runner, inbox, outbox), ready
