@@ -87,9 +87,7 @@ class Prefill:
         """The requests to extend this step: the chunked one first, then waiting ones that fit."""
         active = running + ([self.chunked] if self.chunked else [])
         adder = PrefillAdder(
-            self.kv.tree,
-            self.runner.allocator,
-            self.runner.req_to_token_pool,
+            self.kv,
             self.token_budget,
             sum(r.future_tokens() for r in active),
             self.runner.config.max_running_requests - len(active),

@@ -27,6 +27,34 @@ class RequestKV:
 
     # ------------------------------------------------------------------ generation requests
 
+    def obtainable_tokens(self) -> int:
+        """Slots free now plus those the radix tree could give up."""
+        return self.allocator.available_size() + self.tree.evictable_size()
+
+    def lock_cached_prefix(self, req: Req) -> None:
+        """Points a new request at the longest cached prefix of its prompt, locked in the tree.
+
+        NOTE: never the whole prompt: its last token must be computed to get logits.
+        """
+        match = self.tree.match_prefix(req.input_ids[: len(req.input_ids) - 1])
+        self.tree.inc_lock_ref(match.last_node)
+        req.prefix_indices, req.last_node = match.indices, match.last_node
+        req.kv_len = req.cached_tokens = len(match.indices)
+
+    def unlock_cached_prefix(self, req: Req) -> None:
+        """Undoes ``lock_cached_prefix`` for a request that was not admitted."""
+        assert req.last_node is not None, "the request holds a locked prefix"
+        self.tree.dec_lock_ref(req.last_node)
+        req.prefix_indices, req.last_node, req.kv_len, req.cached_tokens = None, None, 0, 0
+
+    def assign_row(self, req: Req) -> None:
+        """Gives an admitted request its request-table row, its cached prefix written in."""
+        row = self.table.alloc()
+        assert row is not None, "admission checked free_rows"
+        req.req_pool_idx = row
+        if req.prefix_indices is not None and req.prefix_len:
+            self.table.write(row, 0, req.prefix_indices)
+
     def extend(self, reqs: Sequence[Req], lens: Sequence[int]) -> torch.Tensor:
         """Gives each request ``lens[i]`` new slots after its KV (recorded in its table row,
         ``kv_len`` advanced); returns them in batch order, the forward's ``out_cache_loc``."""
@@ -105,6 +133,10 @@ class RequestKV:
             self.table.free(row)
 
     # ------------------------------------------------------------------ both
+
+    def empty_tree(self) -> None:
+        """Drops every cached prefix (no request may hold one)."""
+        self.tree.reset()
 
     def stats(self) -> KVCacheStats:
         free = self.allocator.available_size()

@@ -132,7 +132,7 @@ class Scheduler:
         """Empties the radix tree; refused (False) while any request is in flight."""
         if not self.is_idle:
             return False
-        self.kv.tree.reset()
+        self.kv.empty_tree()
         return True
 
     def update_weights(self, model_path: str) -> None:
