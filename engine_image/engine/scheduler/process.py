@@ -32,8 +32,6 @@ from engine.scheduler.scheduler import Scheduler
 from engine.scheduler.server_loop import SchedulerServer
 from engine.server.process_guard import die_with_parent, ignore_interrupts
 
-logger = logging.getLogger(__name__)
-
 
 def run_scheduler_process(
     config: EngineConfig,

@@ -8,7 +8,6 @@ radix tree). The offline ``Engine`` and the server's scheduler process both driv
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 from engine.constrained import GrammarBackend, GrammarCache, GrammarLogitsMask
@@ -26,8 +25,6 @@ from engine.scheduler.prefill import Prefill
 from engine.scheduler.request import Req
 from engine.scheduler.request_kv import RequestKV
 from engine.scheduler.token_sampling import TokenSampling
-
-logger = logging.getLogger(__name__)
 
 # NOTE: with nothing else to run, a step waits this long for a grammar compile to finish.
 GRAMMAR_WAIT_S = 0.005
