@@ -120,10 +120,10 @@ def _round(
             json_schema=schema(row) if constrained else None,
         )
         scheduler.add_group([scheduler.new_request(rid, ids, params)])
-    while len(scheduler.running) < len(prompts):
+    while len(scheduler.decode.running) < len(prompts):
         scheduler.step()
     clock = _Clock()
-    for req in scheduler.running:
+    for req in scheduler.decode.running:
         if req.grammar is not None:
             req.grammar = _TimedMatcher(req.grammar, clock)
     step_times = []
@@ -131,7 +131,7 @@ def _round(
         start = time.perf_counter()
         scheduler.step()
         step_times.append(time.perf_counter() - start)
-    if len(scheduler.running) != len(prompts):
+    if len(scheduler.decode.running) != len(prompts):
         raise RuntimeError("a request finished inside the timed steps; the timing is void")
     for rid in rids:
         scheduler.abort(rid)
@@ -147,9 +147,9 @@ def run(
     model_dir = pull_model(REPO).model.path
     engine = Engine(str(model_dir), max_running_requests=batch, max_total_tokens=batch * 512)
     scheduler = engine.scheduler
-    assert scheduler.grammar_mask is not None
+    assert scheduler.sampling.grammar_mask is not None
     clock = _Clock()
-    scheduler.grammar_mask = _TimedMask(scheduler.grammar_mask.backend, batch, clock)
+    scheduler.sampling.grammar_mask = _TimedMask(scheduler.sampling.grammar_mask.backend, batch, clock)
     prompts = _prompts(engine, batch)
     # NOTE: one untimed round of each: warms the model and compiles the schemas (cached).
     _round(scheduler, prompts, False, 2, "warm-plain")

@@ -61,20 +61,23 @@ class Engine:
             self.scheduler.add_group(group)
         pending = {req.rid for group in groups for req in group}
         while pending:
-            for out in self.scheduler.step():
-                if out.finish_reason is not None:
-                    pending.discard(out.rid)
+            outputs = self.scheduler.step()
+            # NOTE: a refused request (its grammar did not compile) ends as an "abort".
+            pending.difference_update(refused.rid for refused in outputs.refused)
+            for delta in outputs.deltas:
+                if delta.finish_reason is not None:
+                    pending.discard(delta.rid)
             if pending and self.scheduler.is_idle:
                 raise RuntimeError("the scheduler went idle with requests unfinished")
         latency = time.perf_counter() - start
-        results = [self._result(req, latency) for group in groups for req in group]
+        results = [self._result(req, latency, return_logprob) for group in groups for req in group]
         return results if batched or len(results) > 1 else results[0]
 
     def flush_cache(self) -> bool:
         return self.scheduler.flush_cache()
 
     def memory_stats(self) -> dict[str, int]:
-        tree = self.scheduler.tree
+        tree = self.scheduler.kv.tree
         return {
             "max_total_tokens": self.runner.max_total_tokens,
             "free_slots": self.runner.allocator.available_size(),
@@ -90,14 +93,16 @@ class Engine:
         return decode_text(self.tokenizer, ids)
 
     def _token_prompts(self, prompt: Prompt, input_ids: TokenIds) -> tuple[list[list[int]], bool]:
+        # NOTE: text prompts are encoded as /generate encodes them: with the tokenizer's
+        # default special tokens (a BOS where the tokenizer adds one).
         if (prompt is None) == (input_ids is None):
             raise InvalidRequest("give exactly one of prompt or input_ids")
         if prompt is not None:
             if isinstance(prompt, str):
-                return [self.tokenizer.encode(prompt, add_special_tokens=False)], False
+                return [self.tokenizer.encode(prompt)], False
             if not prompt:
                 raise InvalidRequest("the batch of prompts is empty")
-            return [self.tokenizer.encode(p, add_special_tokens=False) for p in prompt], True
+            return [self.tokenizer.encode(p) for p in prompt], True
         assert input_ids is not None
         if not input_ids:
             raise InvalidRequest("the prompt is empty")
@@ -126,7 +131,7 @@ class Engine:
             for r, sample in zip(rids, samples, strict=True)
         ]
 
-    def _result(self, req: Req, latency: float) -> dict[str, Any]:
+    def _result(self, req: Req, latency: float, return_logprob: bool) -> dict[str, Any]:
         params = req.params
         text = decode_text(self.tokenizer, req.output_ids, params.skip_special_tokens)
         if params.stop and not params.no_stop_trim:
@@ -140,10 +145,13 @@ class Engine:
             "finish_reason": req.finish_reason.to_dict(),
             "e2e_latency": latency,
         }
-        if req.return_logprob:
+        if return_logprob:
+            # NOTE: SGLang's [logprob, token_id, text] triples, text None (as /generate gives them).
             meta["output_token_logprobs"] = [
-                (lp, tok) for lp, tok in zip(req.output_logprobs, req.output_ids)
+                [lp, tok, None] for lp, tok in zip(req.output_logprobs, req.output_ids, strict=True)
             ]
-            if req.top_logprobs_num:
-                meta["output_top_logprobs"] = req.output_top_logprobs
+            if req.output_top_logprobs:
+                meta["output_top_logprobs"] = [
+                    [[lp, tok, None] for lp, tok in step] for step in req.output_top_logprobs
+                ]
         return {"text": text, "output_ids": list(req.output_ids), "meta_info": meta}

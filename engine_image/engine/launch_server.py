@@ -64,9 +64,7 @@ def serve(args: ServerArgs) -> None:
     tokenizer_path = args.tokenizer_path or args.model_path
     try:
         with bound_omp_threads():
-            supervisor.spawn(
-                "scheduler", run_scheduler_process, args.engine_config(), port_args, args.public_dict(), args.log_level
-            )
+            supervisor.spawn("scheduler", run_scheduler_process, args.engine_config(), port_args, args.log_level)
         supervisor.spawn("detokenizer", run_detokenizer_process, tokenizer_path, port_args)
         infos = supervisor.wait_ready(START_TIMEOUT_S)
     except (ChildStartError, KeyboardInterrupt) as err:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import msgspec
 from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.incremental import IncrementalDetokenizer
 from engine.ipc.messages import (
     AnyMessage,
     ControlResponse,
+    DetokenizeOptions,
     ForwardOnlyOutput,
     RequestError,
     TextOutputs,
@@ -30,6 +32,12 @@ class DetokenizerManager:
         self, message: AnyMessage
     ) -> TextOutputs | RequestError | ControlResponse | ForwardOnlyOutput | None:
         """The message to forward to the tokenizer manager, or None for one not meant for it."""
+        if isinstance(message, DetokenizeOptions):
+            for rid in message.rids:
+                self._requests[rid] = IncrementalDetokenizer(
+                    self._tokenizer, message.skip_special_tokens, message.stops
+                )
+            return None
         if isinstance(message, TokenOutputs):
             return self._detokenize(message)
         if isinstance(message, RequestError):
@@ -40,28 +48,11 @@ class DetokenizerManager:
         return None
 
     def _detokenize(self, out: TokenOutputs) -> TextOutputs:
-        texts: list[str] = []
-        for i, rid in enumerate(out.rids):
-            detok = self._requests.get(rid)
-            if detok is None:
-                detok = IncrementalDetokenizer(
-                    self._tokenizer, out.skip_special_tokens[i], out.stops[i]
-                )
-                self._requests[rid] = detok
-            finished = out.finish_reasons[i] is not None
-            texts.append(detok.feed(out.new_token_ids[i], finished))
-            # NOTE: every request ends with one output carrying a finish_reason (aborts
+        deltas = []
+        for delta in out.deltas:
+            finished = delta.finish_reason is not None
+            # NOTE: every request ends with one delta carrying a finish_reason (aborts
             # included), so this is the only cleanup the state needs.
-            if finished:
-                del self._requests[rid]
-        return TextOutputs(
-            rids=out.rids,
-            texts=texts,
-            new_token_ids=out.new_token_ids,
-            new_logprobs=out.new_logprobs,
-            new_top_logprobs=out.new_top_logprobs,
-            finish_reasons=out.finish_reasons,
-            prompt_tokens=out.prompt_tokens,
-            completion_tokens=out.completion_tokens,
-            cached_tokens=out.cached_tokens,
-        )
+            detok = self._requests.pop(delta.rid) if finished else self._requests[delta.rid]
+            deltas.append(msgspec.structs.replace(delta, text=detok.feed(delta.token_ids, finished)))
+        return TextOutputs(deltas)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -22,8 +22,8 @@ class FinishReason(msgspec.Struct, frozen=True):
     length: int | None = None
     message: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.kind}
+    def to_dict(self) -> dict[str, int | str | None]:
+        out: dict[str, int | str | None] = {"type": self.kind}
         if self.kind == "stop":
             out["matched"] = self.matched
         elif self.kind == "length":

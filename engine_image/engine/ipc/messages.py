@@ -7,13 +7,17 @@ Every message is a frozen msgspec Struct tagged with its class name, so one deco
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 import zmq
 
 from engine.ipc.finish_reason import FinishReason
+from engine.ipc.scheduler_stats import SchedulerStats
 from engine.sampling.params import SamplingParams
+
+LogprobPair = tuple[float, int]
+"""(logprob, token id): one entry of a step's top logprobs, from the sampler to the HTTP side."""
 
 
 class Message(msgspec.Struct, frozen=True, tag=True):
@@ -96,19 +100,39 @@ class ExpertDistributionRequest(Message, frozen=True):
 # ---------------------------------------------------------------- scheduler → detokenizer
 
 
-class TokenOutputs(Message, frozen=True):
-    """New tokens of several requests from one scheduler step (parallel lists)."""
+class DetokenizeOptions(Message, frozen=True):
+    """How the detokenizer turns the outputs of ``rids`` (the samples of one GenerateRequest)
+    into text; the scheduler sends it once, when it admits the request, before any output."""
 
     rids: list[str]
-    new_token_ids: list[list[int]]
-    new_logprobs: list[list[float]]
-    new_top_logprobs: list[list[list[tuple[float, int]]]]
-    finish_reasons: list[FinishReason | None]
-    prompt_tokens: list[int]
-    completion_tokens: list[int]
-    cached_tokens: list[int]
-    skip_special_tokens: list[bool]
-    stops: list[list[str]]  # stop strings to trim from the final text ([] when no_stop_trim)
+    skip_special_tokens: bool
+    stops: list[str]  # stop strings to trim from the final text ([] when no_stop_trim)
+
+
+class RequestDelta(msgspec.Struct, frozen=True):
+    """What one request gained in one scheduler step (no tokens while a chunked prompt
+    prefills; none but a finish_reason when it is aborted).
+
+    ``logprobs[i]`` is the logprob of ``token_ids[i]`` and ``top_logprobs[i]`` the most
+    likely tokens at its position (both empty unless asked for). The scheduler leaves
+    ``text`` empty; the detokenizer fills it with the text that became final.
+    """
+
+    rid: str
+    token_ids: list[int]
+    logprobs: list[float]
+    top_logprobs: list[list[LogprobPair]]
+    finish_reason: FinishReason | None
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    text: str = ""
+
+
+class TokenOutputs(Message, frozen=True):
+    """The deltas of the requests one scheduler step advanced."""
+
+    deltas: list[RequestDelta]
 
 
 class RequestError(Message, frozen=True):
@@ -127,30 +151,39 @@ class ForwardOnlyOutput(Message, frozen=True):
     prompt_tokens: int
 
 
+class WeightsUpdated(msgspec.Struct, frozen=True, tag=True):
+    """The payload of a successful weight update."""
+
+    weight_version: int
+    model_path: str
+
+
+class ExpertDistributionDump(msgspec.Struct, frozen=True, tag=True):
+    """The payload of an expert-distribution dump: ``layer_id,expert_id,count`` rows."""
+
+    csv: str
+
+
+ControlPayload = SchedulerStats | WeightsUpdated | ExpertDistributionDump
+
+
 class ControlResponse(Message, frozen=True):
-    """The answer to a flush / update-weights / server-info / expert-distribution request."""
+    """The answer to a flush / update-weights / server-info / expert-distribution request;
+    ``payload`` is the server-info answer's stats, a weight update's new version, a dump's CSV."""
 
     request_id: str
     success: bool
     message: str = ""
-    payload: dict[str, Any] = {}
+    payload: ControlPayload | None = None
 
 
 # ---------------------------------------------------------------- detokenizer → tokenizer
 
 
 class TextOutputs(Message, frozen=True):
-    """Incremental text per request; ``texts[i]`` is new text since the last message."""
+    """The scheduler's deltas of one step, each with its ``text`` filled in."""
 
-    rids: list[str]
-    texts: list[str]
-    new_token_ids: list[list[int]]
-    new_logprobs: list[list[float]]
-    new_top_logprobs: list[list[list[tuple[float, int]]]]
-    finish_reasons: list[FinishReason | None]
-    prompt_tokens: list[int]
-    completion_tokens: list[int]
-    cached_tokens: list[int]
+    deltas: list[RequestDelta]
 
 
 AnyMessage = (
@@ -163,6 +196,7 @@ AnyMessage = (
     | UpdateWeightsRequest
     | ServerInfoRequest
     | ExpertDistributionRequest
+    | DetokenizeOptions
     | TokenOutputs
     | RequestError
     | ForwardOnlyOutput
@@ -182,7 +216,7 @@ def decode(frame: bytes) -> AnyMessage:
     return _decoder.decode(frame)
 
 
-def drain(socket: zmq.Socket) -> Iterator[AnyMessage]:
+def drain(socket: zmq.Socket[bytes]) -> Iterator[AnyMessage]:
     """Every message already waiting on `socket`, without blocking."""
     while True:
         try:

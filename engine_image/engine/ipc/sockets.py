@@ -5,12 +5,12 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import zmq
 
 # NOTE: a sync context makes sync sockets, an asyncio one sockets whose send/recv are awaited.
-_SocketT = TypeVar("_SocketT", bound=zmq.Socket)
+_SocketT = TypeVar("_SocketT", bound="zmq.Socket[Any]")
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.memory import RadixCache
 from engine.models.llama_classification import LlamaFamilyForSequenceClassification
-from engine.runtime.decoder_forward_only import DecoderForwardOnly
+from engine.runtime.decoder_forward_only import DecoderForwardOnly, KVLender
 from engine.runtime.model_runner import ModelRunner
 
 
@@ -14,8 +13,8 @@ class DecoderClassifier(DecoderForwardOnly):
     supports_score = False
     supports_classify = True
 
-    def __init__(self, runner: ModelRunner, tree: RadixCache) -> None:
-        super().__init__(runner, tree, is_embedding=False)
+    def __init__(self, runner: ModelRunner, kv: KVLender) -> None:
+        super().__init__(runner, kv, is_embedding=False)
         self._model()
 
     def classify(self, prompts: list[list[int]], token_type_ids: list[list[int]] | None) -> torch.Tensor | None:

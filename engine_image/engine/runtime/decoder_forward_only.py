@@ -1,27 +1,40 @@
 """One forward of a decoder over whole prompts, beside the generation batches.
 
-The prompts borrow KV slots and request rows from the live pools for the forward and give
-them back right after: nothing enters the radix cache or the decode loop.
+The prompts borrow KV slots and request rows for the forward from the scheduler's KV owner
+(``RequestKV``, which the generation requests share) and give them back right after:
+nothing enters the radix cache or the decode loop.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 
 from engine.core.errors import UnsupportedModelError
 from engine.core.forward_batch import ForwardBatch, ForwardMode
-from engine.memory import RadixCache
 from engine.models.pooling import PoolingConfig, normalize
 from engine.runtime.forward_only_model import ForwardOnlyModel
 from engine.runtime.model_runner import ModelRunner
 
 
+class KVLender(Protocol):
+    """What a forward-only batch needs of the KV owner (the scheduler's ``RequestKV``)."""
+
+    def free_rows(self) -> int: ...
+
+    def lend(self, lens: Sequence[int]) -> tuple[torch.Tensor, list[int]] | None: ...
+
+    def take_back(self, slots: torch.Tensor, rows: Sequence[int]) -> None: ...
+
+
 class DecoderForwardOnly(ForwardOnlyModel):
     supports_score = True
 
-    def __init__(self, runner: ModelRunner, tree: RadixCache, is_embedding: bool) -> None:
+    def __init__(self, runner: ModelRunner, kv: KVLender, is_embedding: bool) -> None:
         self.runner = runner
-        self.tree = tree
+        self.kv = kv
         self.supports_embedding = is_embedding
         self.vocab_size = runner.model_config.vocab_size
         self.max_prompt_tokens = min(runner.context_length - 1, runner.max_total_tokens)
@@ -34,7 +47,7 @@ class DecoderForwardOnly(ForwardOnlyModel):
                 )
 
     def free_rows(self) -> int:
-        return self.runner.req_to_token_pool.available_size()
+        return self.kv.free_rows()
 
     def embed(self, prompts: list[list[int]]) -> torch.Tensor | None:
         assert self.pooling is not None, "embed is only called on --is-embedding servers"
@@ -59,23 +72,10 @@ class DecoderForwardOnly(ForwardOnlyModel):
     def _borrow(self, prompts: list[list[int]]) -> ForwardBatch | None:
         runner = self.runner
         lens = [len(p) for p in prompts]
-        total = sum(lens)
-        if runner.req_to_token_pool.available_size() < len(prompts):
+        lent = self.kv.lend(lens)
+        if lent is None:
             return None
-        slots = runner.allocator.alloc(total)
-        if slots is None:
-            self.tree.evict(total - runner.allocator.available_size())
-            slots = runner.allocator.alloc(total)
-            if slots is None:
-                return None
-        rows: list[int] = []
-        offset = 0
-        for n in lens:
-            row = runner.req_to_token_pool.alloc()
-            assert row is not None, "rows were counted above"
-            runner.req_to_token_pool.write(row, 0, slots[offset : offset + n])
-            rows.append(row)
-            offset += n
+        slots, rows = lent
         device = runner.device
         return ForwardBatch(
             mode=ForwardMode.EXTEND,
@@ -92,6 +92,4 @@ class DecoderForwardOnly(ForwardOnlyModel):
         )
 
     def _give_back(self, batch: ForwardBatch) -> None:
-        self.runner.allocator.free(batch.out_cache_loc)
-        for row in batch.req_pool_indices.tolist():
-            self.runner.req_to_token_pool.free(row)
+        self.kv.take_back(batch.out_cache_loc, batch.req_pool_indices.tolist())

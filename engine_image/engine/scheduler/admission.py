@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum, auto
 
-from engine.memory import RadixCache, ReqToTokenPool, TokenAllocator
 from engine.scheduler.request import Req
+from engine.scheduler.request_kv import RequestKV
 
 
 class AddResult(Enum):
@@ -38,16 +38,12 @@ class PrefillPlan:
 class PrefillAdder:
     def __init__(
         self,
-        tree: RadixCache,
-        allocator: TokenAllocator,
-        req_pool: ReqToTokenPool,
+        kv: RequestKV,
         token_budget: int | None,
         reserved_tokens: int,
         free_running_slots: int,
     ) -> None:
-        self.tree = tree
-        self.allocator = allocator
-        self.req_pool = req_pool
+        self.kv = kv
         self.token_budget = token_budget  # None: no chunking, whole prompts only
         self.reserved = reserved_tokens
         self.free_running_slots = free_running_slots
@@ -58,23 +54,15 @@ class PrefillAdder:
         return self._schedule(req, already_reserved=True)
 
     def add_new(self, req: Req) -> AddResult:
-        if self.free_running_slots <= len(self.plan.reqs) or self.req_pool.available_size() == 0:
+        if self.free_running_slots <= len(self.plan.reqs) or self.kv.free_rows() == 0:
             return AddResult.NO_SLOT
         if self.token_budget is not None and self.plan.num_tokens >= self.token_budget:
             return AddResult.NO_TOKEN_BUDGET
-        # NOTE: never match the whole prompt: its last token must be computed to get logits.
-        match = self.tree.match_prefix(req.input_ids[: len(req.input_ids) - 1])
-        self.tree.inc_lock_ref(match.last_node)
-        req.prefix_indices, req.last_node = match.indices, match.last_node
-        req.kv_len = req.cached_tokens = len(match.indices)
-        if self.reserved + req.future_tokens() > self.allocator.available_size() + self.tree.evictable_size():
-            self.tree.dec_lock_ref(match.last_node)
-            req.prefix_indices, req.last_node, req.kv_len, req.cached_tokens = None, None, 0, 0
+        self.kv.lock_cached_prefix(req)
+        if self.reserved + req.future_tokens() > self.kv.obtainable_tokens():
+            self.kv.unlock_cached_prefix(req)
             return AddResult.NO_MEMORY
-        req.req_pool_idx = self.req_pool.alloc()
-        assert req.req_pool_idx is not None  # checked available_size above
-        if req.prefix_len:
-            self.req_pool.write(req.req_pool_idx, 0, req.prefix_indices)
+        self.kv.assign_row(req)
         return self._schedule(req, already_reserved=False)
 
     def _schedule(self, req: Req, already_reserved: bool) -> AddResult:

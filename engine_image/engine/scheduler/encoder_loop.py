@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import zmq
 
 from engine.ipc.messages import (
@@ -23,6 +21,7 @@ from engine.ipc.messages import (
     drain,
     encode,
 )
+from engine.ipc.scheduler_stats import SchedulerStats
 from engine.runtime.cross_encoder_runner import CrossEncoderRunner
 from engine.runtime.encoder_runner import EncoderRunner
 from engine.scheduler.expert_distribution_control import answer_expert_distribution
@@ -34,11 +33,10 @@ _IDLE_POLL_MS = 50
 class EncoderServer:
     """Answers every message an HTTP server sends; only embed / classify requests do real work."""
 
-    def __init__(self, runner: EncoderRunner | CrossEncoderRunner, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any]) -> None:
+    def __init__(self, runner: EncoderRunner | CrossEncoderRunner, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes]) -> None:
         self.runner = runner
         self.inbox = inbox
         self.outbox = outbox
-        self.server_args = server_args
         self.queue = ForwardOnlyQueue(runner, runner.config.prefill_chunk())
 
     def run_forever(self) -> None:
@@ -69,22 +67,23 @@ class EncoderServer:
         elif isinstance(message, UpdateWeightsRequest):
             self._send(ControlResponse(message.request_id, False, "weight updates are not supported for encoder models"))
         elif isinstance(message, ServerInfoRequest):
-            self._send(ControlResponse(message.request_id, True, payload=self.server_info()))
+            self._send(ControlResponse(message.request_id, True, payload=self.stats()))
         elif isinstance(message, ExpertDistributionRequest):
             # NOTE: encoders have no experts: the answer is a refusal.
             self._send(answer_expert_distribution(None, message))
 
-    def server_info(self) -> dict[str, Any]:
-        return {
-            **self.server_args,
-            "max_total_tokens": 0,
-            "context_length": self.runner.context_length,
-            "num_running_reqs": 0,
-            "num_waiting_reqs": len(self.queue.pending),
-            "weight_version": 1,
-            "device": str(self.runner.device),
-            "dtype": str(self.runner.dtype).removeprefix("torch."),
-        }
+    def stats(self) -> SchedulerStats:
+        return SchedulerStats(
+            model_path=self.runner.config.model_path,
+            weight_version=1,
+            max_total_tokens=0,
+            context_length=self.runner.context_length,
+            device=str(self.runner.device),
+            dtype=str(self.runner.dtype).removeprefix("torch."),
+            num_running_reqs=0,
+            num_waiting_reqs=len(self.queue.pending),
+            kv=None,
+        )
 
     def _send(self, message: Message) -> None:
         self.outbox.send(encode(message))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.ipc.messages import ControlResponse, ExpertDistributionRequest
+from engine.ipc.messages import ControlResponse, ExpertDistributionDump, ExpertDistributionRequest
 from engine.models.expert_distribution import ExpertDistributionRecorder
 
 NO_EXPERTS = "the served model has no experts (not a mixture-of-experts model): there is no expert distribution to record"
@@ -24,4 +24,4 @@ def answer_expert_distribution(
         return ControlResponse(
             message.request_id, True, "Stopped recording the expert distribution."
         )
-    return ControlResponse(message.request_id, True, payload={"csv": recorder.dump_csv()})
+    return ControlResponse(message.request_id, True, payload=ExpertDistributionDump(recorder.dump_csv()))

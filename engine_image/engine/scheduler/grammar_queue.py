@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from engine.constrained import CompiledGrammar, GrammarCache, InvalidGrammar
 from engine.ipc.finish_reason import FinishReason
-from engine.scheduler.outputs import StepOutput
+from engine.ipc.messages import RequestError
 from engine.scheduler.request import Req
 
 logger = logging.getLogger(__name__)
@@ -32,8 +32,8 @@ class GrammarQueue:
         assert key is not None, "only requests with a grammar wait for a compile"
         self._compiling.append(_Compiling(reqs, self.cache.get(key)))
 
-    def pop_done(self, wait_s: float) -> tuple[list[list[Req]], list[StepOutput]]:
-        """Groups whose grammar compiled (matchers attached), and the error outputs of the
+    def pop_done(self, wait_s: float) -> tuple[list[list[Req]], list[RequestError]]:
+        """Groups whose grammar compiled (matchers attached), and the refusals of the
         requests whose grammar failed.
 
         Waits up to ``wait_s`` for a first compile to finish when none has yet.
@@ -41,7 +41,7 @@ class GrammarQueue:
         if wait_s > 0 and self._compiling and not any(c.future.done() for c in self._compiling):
             wait([c.future for c in self._compiling], timeout=wait_s, return_when=FIRST_COMPLETED)
         ready: list[list[Req]] = []
-        failed: list[StepOutput] = []
+        failed: list[RequestError] = []
         still: list[_Compiling] = []
         for entry in self._compiling:
             if not entry.future.done():
@@ -77,16 +77,7 @@ class GrammarQueue:
         return len(self._compiling)
 
 
-def _refused(req: Req, message: str) -> StepOutput:
+def _refused(req: Req, message: str) -> RequestError:
+    """Ends ``req`` as an "abort" (what the offline Engine reports) and builds its refusal."""
     req.finish_reason = FinishReason("abort", message=message)
-    return StepOutput(
-        rid=req.rid,
-        token_ids=(),
-        logprobs=(),
-        top_logprobs=(),
-        finish_reason=req.finish_reason,
-        prompt_tokens=len(req.input_ids),
-        cached_tokens=0,
-        completion_tokens=0,
-        error=message,
-    )
+    return RequestError(req.rid, message)

@@ -1,25 +1,34 @@
-"""What the scheduler reports after each step, per request."""
+"""What the scheduler reports after each step: one delta per request it advanced, and the
+requests it refused after they were queued."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from engine.ipc.finish_reason import FinishReason
+from engine.ipc.messages import LogprobPair, RequestDelta, RequestError
+from engine.scheduler.request import Req
 
 
-@dataclass(frozen=True)
-class StepOutput:
-    """New tokens of one request from one step (empty while a chunked prompt prefills).
+@dataclass
+class StepOutputs:
+    deltas: list[RequestDelta] = field(default_factory=list)
+    refused: list[RequestError] = field(default_factory=list)  # e.g. a grammar that did not compile
 
-    ``error`` set: the request was refused after it was queued (its grammar did not compile).
-    """
 
-    rid: str
-    token_ids: tuple[int, ...]
-    logprobs: tuple[float, ...]
-    top_logprobs: tuple[tuple[tuple[float, int], ...], ...]
-    finish_reason: FinishReason | None
-    prompt_tokens: int
-    cached_tokens: int
-    completion_tokens: int
-    error: str | None = None
+def request_delta(
+    req: Req,
+    token_ids: list[int],
+    logprobs: list[float],
+    top_logprobs: list[list[LogprobPair]],
+) -> RequestDelta:
+    """``req``'s new tokens of this step, with its counts and finish reason as they are now."""
+    return RequestDelta(
+        rid=req.rid,
+        token_ids=token_ids,
+        logprobs=logprobs,
+        top_logprobs=top_logprobs,
+        finish_reason=req.finish_reason,
+        prompt_tokens=len(req.input_ids),
+        completion_tokens=len(req.output_ids),
+        cached_tokens=req.cached_tokens,
+    )

@@ -19,6 +19,7 @@ from engine.config.architectures import CROSS_ENCODER_ARCHITECTURES, is_classifi
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.core.process_guard import die_with_parent, ignore_interrupts
 from engine.engine_config import EngineConfig
+from engine.ipc.scheduler_stats import SchedulerStats
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 from engine.runtime.cross_encoder_runner import CrossEncoderRunner
 from engine.runtime.decoder_classifier import DecoderClassifier
@@ -31,13 +32,10 @@ from engine.scheduler.scheduler import Scheduler
 from engine.scheduler.server_loop import SchedulerServer
 from engine.text.decode_text import decode_text
 
-logger = logging.getLogger(__name__)
-
 
 def run_scheduler_process(
     config: EngineConfig,
     port_args: PortArgs,
-    server_args: dict[str, Any],
     log_level: str,
     ready_writer: Connection,
 ) -> None:
@@ -55,9 +53,9 @@ def run_scheduler_process(
         server: SchedulerServer | EncoderServer
         if is_encoder(architectures):
             cross_encoder = any(arch in CROSS_ENCODER_ARCHITECTURES for arch in architectures)
-            server, ready = _encoder_server(config, inbox, outbox, server_args, cross_encoder)
+            server, ready = _encoder_server(config, inbox, outbox, cross_encoder)
         else:
-            server, ready = _decoder_server(config, inbox, outbox, server_args, is_classifier(architectures))
+            server, ready = _decoder_server(config, inbox, outbox, is_classifier(architectures))
     except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
         ready_writer.send({"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]})
         sys.exit(1)
@@ -66,7 +64,7 @@ def run_scheduler_process(
 
 
 def _decoder_server(
-    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any], reward: bool
+    config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], reward: bool
 ) -> tuple[SchedulerServer, dict[str, Any]]:
     tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or config.model_path)
     if reward:
@@ -83,28 +81,26 @@ def _decoder_server(
     )
     scheduler = Scheduler(runner, functools.partial(decode_text, tokenizer), extra_eos, grammars)
     model = (
-        DecoderClassifier(runner, scheduler.tree) if reward else DecoderForwardOnly(runner, scheduler.tree, config.is_embedding)
+        DecoderClassifier(runner, scheduler.kv) if reward else DecoderForwardOnly(runner, scheduler.kv, config.is_embedding)
     )
     forward_only = ForwardOnlyQueue(model, scheduler.token_budget)
-    ready = {
-        "max_total_tokens": runner.max_total_tokens,
-        "context_length": runner.context_length,
-        "device": str(runner.device),
-        "dtype": str(runner.dtype).removeprefix("torch."),
-        "is_embedding": config.is_embedding,
-    }
-    return SchedulerServer(scheduler, inbox, outbox, server_args, forward_only), ready
+    return SchedulerServer(scheduler, inbox, outbox, forward_only), _ready_report(scheduler.stats(), config.is_embedding)
 
 
 def _encoder_server(
-    config: EngineConfig, inbox: zmq.Socket, outbox: zmq.Socket, server_args: dict[str, Any], cross_encoder: bool
+    config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], cross_encoder: bool
 ) -> tuple[EncoderServer, dict[str, Any]]:
     runner = CrossEncoderRunner(config) if cross_encoder else EncoderRunner(config)
-    ready = {
-        "max_total_tokens": 0,
-        "context_length": runner.context_length,
-        "device": str(runner.device),
-        "dtype": str(runner.dtype).removeprefix("torch."),
-        "is_embedding": True,
+    server = EncoderServer(runner, inbox, outbox)
+    return server, _ready_report(server.stats(), is_embedding=True)
+
+
+def _ready_report(stats: SchedulerStats, is_embedding: bool) -> dict[str, Any]:
+    """What the launcher reads from the start-up pipe once the model is loaded."""
+    return {
+        "max_total_tokens": stats.max_total_tokens,
+        "context_length": stats.context_length,
+        "device": stats.device,
+        "dtype": stats.dtype,
+        "is_embedding": is_embedding,
     }
-    return EncoderServer(runner, inbox, outbox, server_args), ready

@@ -8,6 +8,7 @@ import torch
 
 from engine.constrained import GrammarMatcher
 from engine.ipc.finish_reason import FinishReason
+from engine.ipc.messages import LogprobPair
 from engine.memory import TreeNode
 from engine.sampling.params import SamplingParams
 from engine.sampling.penalties import RequestPenaltyState
@@ -35,7 +36,7 @@ class Req:
 
     output_ids: list[int] = field(default_factory=list)
     output_logprobs: list[float] = field(default_factory=list)
-    output_top_logprobs: list[list[tuple[float, int]]] = field(default_factory=list)
+    output_top_logprobs: list[list[LogprobPair]] = field(default_factory=list)
     finish_reason: FinishReason | None = None
 
     req_pool_idx: int | None = None

@@ -1,4 +1,5 @@
-"""A request's KV slots over its life: allocated per step, shared through the radix tree, released.
+"""The one owner of KV slots and request rows: every request's KV over its life, and the
+slots a forward-only batch borrows for one forward.
 
 Keeps the invariant stated on ``Req``: the KV of ``fill_ids[:kv_len]`` sits at
 ``req_to_token[req_pool_idx, :kv_len]``, the first ``prefix_len`` slots owned by the radix
@@ -7,8 +8,11 @@ tree (locked through ``last_node``), the rest by the request.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
+from engine.ipc.scheduler_stats import KVCacheStats
 from engine.memory import RadixCache
 from engine.runtime.model_runner import ModelRunner
 from engine.scheduler.request import Req
@@ -19,16 +23,51 @@ class RequestKV:
         self.allocator = runner.allocator
         self.table = runner.req_to_token_pool
         self.tree = tree
+        self.max_total_tokens = runner.max_total_tokens
 
-    def alloc_slots(self, n: int) -> torch.Tensor:
-        """``n`` free slots, evicting unlocked tree leaves when the pool is short."""
-        slots = self.allocator.alloc(n)
-        if slots is None:
-            self.tree.evict(n - self.allocator.available_size())
-            slots = self.allocator.alloc(n)
+    # ------------------------------------------------------------------ generation requests
+
+    def obtainable_tokens(self) -> int:
+        """Slots free now plus those the radix tree could give up."""
+        return self.allocator.available_size() + self.tree.evictable_size()
+
+    def lock_cached_prefix(self, req: Req) -> None:
+        """Points a new request at the longest cached prefix of its prompt, locked in the tree.
+
+        NOTE: never the whole prompt: its last token must be computed to get logits.
+        """
+        match = self.tree.match_prefix(req.input_ids[: len(req.input_ids) - 1])
+        self.tree.inc_lock_ref(match.last_node)
+        req.prefix_indices, req.last_node = match.indices, match.last_node
+        req.kv_len = req.cached_tokens = len(match.indices)
+
+    def unlock_cached_prefix(self, req: Req) -> None:
+        """Undoes ``lock_cached_prefix`` for a request that was not admitted."""
+        assert req.last_node is not None, "the request holds a locked prefix"
+        self.tree.dec_lock_ref(req.last_node)
+        req.prefix_indices, req.last_node, req.kv_len, req.cached_tokens = None, None, 0, 0
+
+    def assign_row(self, req: Req) -> None:
+        """Gives an admitted request its request-table row, its cached prefix written in."""
+        row = self.table.alloc()
+        assert row is not None, "admission checked free_rows"
+        req.req_pool_idx = row
+        if req.prefix_indices is not None and req.prefix_len:
+            self.table.write(row, 0, req.prefix_indices)
+
+    def extend(self, reqs: Sequence[Req], lens: Sequence[int]) -> torch.Tensor:
+        """Gives each request ``lens[i]`` new slots after its KV (recorded in its table row,
+        ``kv_len`` advanced); returns them in batch order, the forward's ``out_cache_loc``."""
+        slots = self._alloc(sum(lens))
         if slots is None:
             # NOTE: admission reserves every request's future tokens, so this is a bug.
-            raise RuntimeError(f"KV pool exhausted: needed {n}, {self.allocator.available_size()} free")
+            raise RuntimeError(f"KV pool exhausted: needed {sum(lens)}, {self.allocator.available_size()} free")
+        offset = 0
+        for req, n in zip(reqs, lens, strict=True):
+            assert req.req_pool_idx is not None, "a request in a batch holds a request row"
+            self.table.write(req.req_pool_idx, req.kv_len, slots[offset : offset + n])
+            req.kv_len += n
+            offset += n
         return slots
 
     def cache_prefilled(self, req: Req) -> None:
@@ -63,3 +102,55 @@ class RequestKV:
             self.tree.dec_lock_ref(req.last_node)
         self.table.free(req.req_pool_idx)
         req.req_pool_idx, req.last_node, req.prefix_indices = None, None, None
+
+    # ------------------------------------------------------------------ forward-only batches
+
+    def free_rows(self) -> int:
+        return self.table.available_size()
+
+    def lend(self, lens: Sequence[int]) -> tuple[torch.Tensor, list[int]] | None:
+        """Slots and one request row per prompt (``lens[i]`` slots written in row i) for one
+        forward; None when the pool cannot hold them now. Returned with ``take_back``;
+        nothing of them enters the radix tree."""
+        if self.table.available_size() < len(lens):
+            return None
+        slots = self._alloc(sum(lens))
+        if slots is None:
+            return None
+        rows: list[int] = []
+        offset = 0
+        for n in lens:
+            row = self.table.alloc()
+            assert row is not None, "rows were counted above"
+            self.table.write(row, 0, slots[offset : offset + n])
+            rows.append(row)
+            offset += n
+        return slots, rows
+
+    def take_back(self, slots: torch.Tensor, rows: Sequence[int]) -> None:
+        self.allocator.free(slots)
+        for row in rows:
+            self.table.free(row)
+
+    # ------------------------------------------------------------------ both
+
+    def empty_tree(self) -> None:
+        """Drops every cached prefix (no request may hold one)."""
+        self.tree.reset()
+
+    def stats(self) -> KVCacheStats:
+        free = self.allocator.available_size()
+        return KVCacheStats(
+            pool_free_tokens=free,
+            pool_used_tokens=self.max_total_tokens - free,
+            radix_cache_tokens=self.tree.total_size(),
+            radix_cache_evictable_tokens=self.tree.evictable_size(),
+        )
+
+    def _alloc(self, n: int) -> torch.Tensor | None:
+        """``n`` free slots, evicting unlocked tree leaves when the pool is short."""
+        slots = self.allocator.alloc(n)
+        if slots is None:
+            self.tree.evict(n - self.allocator.available_size())
+            slots = self.allocator.alloc(n)
+        return slots

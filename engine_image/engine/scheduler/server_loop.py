@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import zmq
 
@@ -16,22 +15,25 @@ from engine.ipc.messages import (
     AnyMessage,
     ClassifyRequest,
     ControlResponse,
+    DetokenizeOptions,
     EmbedRequest,
     ExpertDistributionRequest,
     FlushCacheRequest,
-    ForwardOnlyOutput,
     GenerateRequest,
+    Message,
+    RequestDelta,
     RequestError,
     ScoreRequest,
     ServerInfoRequest,
     TokenOutputs,
     UpdateWeightsRequest,
+    WeightsUpdated,
     drain,
     encode,
 )
 from engine.scheduler.expert_distribution_control import answer_expert_distribution
 from engine.scheduler.forward_only import ForwardOnlyQueue
-from engine.scheduler.outputs import StepOutput
+from engine.scheduler.outputs import StepOutputs
 from engine.scheduler.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)
@@ -56,24 +58,15 @@ class SchedulerServer:
     """Owns the Scheduler inside its process; the only reader of the scheduler socket."""
 
     def __init__(
-        self,
-        scheduler: Scheduler,
-        inbox: zmq.Socket,
-        outbox: zmq.Socket,
-        server_args: dict[str, Any],
-        forward_only: ForwardOnlyQueue,
+        self, scheduler: Scheduler, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], forward_only: ForwardOnlyQueue
     ) -> None:
         self.scheduler = scheduler
         # NOTE: embed and score requests: one forward each, between generation steps.
         self.forward_only = forward_only
         self.inbox = inbox
         self.outbox = outbox
-        self.server_args = server_args
-        self.weight_version = 1
         self.pending_flushes: list[_PendingFlush] = []
         self.pending_update: UpdateWeightsRequest | None = None
-        # rid -> (skip_special_tokens, stop strings to trim), for the detokenizer
-        self.text_options: dict[str, tuple[bool, list[str]]] = {}
 
     def run_forever(self) -> None:
         while True:
@@ -120,16 +113,16 @@ class SchedulerServer:
             for rid in rids:
                 self.forward_only.abort(rid)
                 if self.scheduler.abort(rid):
-                    self._send_abort(rid)
+                    self._send_aborted(rid)
         elif isinstance(message, FlushCacheRequest):
             self.pending_flushes.append(_PendingFlush(message, time.monotonic() + message.timeout_s))
         elif isinstance(message, UpdateWeightsRequest):
             self.pending_update = message
-            self.scheduler.admission_paused = True
+            self.scheduler.pause_admission()
         elif isinstance(message, ServerInfoRequest):
-            self._reply(ControlResponse(message.request_id, True, payload=self.server_info()))
+            self._reply(ControlResponse(message.request_id, True, payload=self.scheduler.stats()))
         elif isinstance(message, ExpertDistributionRequest):
-            self._reply(answer_expert_distribution(self.scheduler.runner.expert_recorder, message))
+            self._reply(answer_expert_distribution(self.scheduler.expert_recorder, message))
         else:
             logger.warning("scheduler ignored an unexpected %s message", type(message).__name__)
 
@@ -147,8 +140,8 @@ class SchedulerServer:
                 self._reply(RequestError(rid, str(err)))
             return
         stops = [] if params.no_stop_trim else list(params.stop)
-        for rid in message.rids:
-            self.text_options[rid] = (params.skip_special_tokens, stops)
+        # NOTE: sent before the group is queued, so it reaches the detokenizer before any output.
+        self._reply(DetokenizeOptions(message.rids, params.skip_special_tokens, stops))
         self.scheduler.add_group(reqs)
 
     def _settle_controls(self) -> None:
@@ -173,9 +166,9 @@ class SchedulerServer:
 
     def _update_weights(self, message: UpdateWeightsRequest) -> None:
         self.pending_update = None
-        self.scheduler.admission_paused = False
+        self.scheduler.resume_admission()
         try:
-            self.scheduler.runner.reload_weights(message.model_path)
+            self.scheduler.update_weights(message.model_path)
         except Exception as err:  # noqa: BLE001 — any failure keeps the old weights serving
             reason = str(err).splitlines()[0] if str(err) else type(err).__name__
             self._reply(
@@ -186,84 +179,28 @@ class SchedulerServer:
                 )
             )
             return
-        self.scheduler.flush_cache()
-        self.weight_version += 1
-        self.server_args["model_path"] = message.model_path
-        logger.info("weights updated from %s (version %d)", message.model_path, self.weight_version)
+        version = self.scheduler.weight_version
+        logger.info("weights updated from %s (version %d)", message.model_path, version)
         self._reply(
             ControlResponse(
                 message.request_id,
                 True,
                 "Succeeded to update model weights.",
-                payload={"weight_version": self.weight_version, "model_path": message.model_path},
+                payload=WeightsUpdated(version, message.model_path),
             )
         )
-
-    def server_info(self) -> dict[str, Any]:
-        scheduler = self.scheduler
-        runner = scheduler.runner
-        return {
-            **self.server_args,
-            "max_total_tokens": runner.max_total_tokens,
-            "context_length": runner.context_length,
-            "kv_pool_free_tokens": runner.allocator.available_size(),
-            "kv_pool_used_tokens": runner.max_total_tokens - runner.allocator.available_size(),
-            "radix_cache_tokens": scheduler.tree.total_size(),
-            "radix_cache_evictable_tokens": scheduler.tree.evictable_size(),
-            "num_running_reqs": len(scheduler.running) + (1 if scheduler.chunked else 0),
-            "num_waiting_reqs": len(scheduler.waiting)
-            + sum(len(g) for g in scheduler.held.values())
-            + len(scheduler.grammar_queue.reqs() if scheduler.grammar_queue else ()),
-            "weight_version": self.weight_version,
-            "device": str(runner.device),
-            "dtype": str(runner.dtype).removeprefix("torch."),
-        }
 
     # ------------------------------------------------------------------ outputs
 
-    def _send_outputs(self, outputs: list[StepOutput]) -> None:
-        for refused in [o for o in outputs if o.error is not None]:
-            self.text_options.pop(refused.rid, None)
-            self._reply(RequestError(refused.rid, refused.error or ""))
-        outputs = [o for o in outputs if o.error is None]
-        if not outputs:
-            return
-        options = [self.text_options[o.rid] for o in outputs]
-        message = TokenOutputs(
-            rids=[o.rid for o in outputs],
-            new_token_ids=[list(o.token_ids) for o in outputs],
-            new_logprobs=[list(o.logprobs) for o in outputs],
-            new_top_logprobs=[[list(step) for step in o.top_logprobs] for o in outputs],
-            finish_reasons=[o.finish_reason for o in outputs],
-            prompt_tokens=[o.prompt_tokens for o in outputs],
-            completion_tokens=[o.completion_tokens for o in outputs],
-            cached_tokens=[o.cached_tokens for o in outputs],
-            skip_special_tokens=[skip for skip, _ in options],
-            stops=[stops for _, stops in options],
-        )
-        for o in outputs:
-            if o.finish_reason is not None:
-                self.text_options.pop(o.rid, None)
-        self.outbox.send(encode(message))
+    def _send_outputs(self, outputs: StepOutputs) -> None:
+        for refused in outputs.refused:
+            self._reply(refused)
+        if outputs.deltas:
+            self._reply(TokenOutputs(outputs.deltas))
 
-    def _send_abort(self, rid: str) -> None:
-        skip, stops = self.text_options.pop(rid, (True, []))
-        self.outbox.send(
-            encode(
-                TokenOutputs(
-                    rids=[rid],
-                    new_token_ids=[[]],
-                    new_logprobs=[[]],
-                    new_top_logprobs=[[]],
-                    finish_reasons=[FinishReason("abort", message="aborted")],
-                    prompt_tokens=[0],
-                    completion_tokens=[0],
-                    cached_tokens=[0],
-                    skip_special_tokens=[skip],
-                    stops=[stops],
-                )
-            )
-        )
+    def _send_aborted(self, rid: str) -> None:
+        aborted = FinishReason("abort", message="aborted")
+        self._reply(TokenOutputs([RequestDelta(rid, [], [], [], aborted, 0, 0, 0)]))
 
-    def _reply(self, message: RequestError | ControlResponse | ForwardOnlyOutput) -> None:
+    def _reply(self, message: Message) -> None:
         self.outbox.send(encode(message))

@@ -9,7 +9,7 @@ Three sources:
 * ``HttpMetricsMiddleware``: a pure ASGI middleware counting requests by route template,
   method and status (401s and 404s included).
 * ``refresh``: at scrape time, running / waiting requests and KV use from the
-  scheduler's server info (``tm.control(ServerInfoRequest, ...)``).
+  scheduler's stats (``SchedulerStats``, its answer to a ``ServerInfoRequest``).
 
 Each app gets its own ``CollectorRegistry``, so several apps in one process (tests) do not
 collide.
@@ -38,6 +38,7 @@ from starlette.routing import Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.ipc.messages import ServerInfoRequest
+from engine.ipc.scheduler_stats import SchedulerStats
 from engine.server.context import ServerContext
 from engine.server.tokenizer_manager import RequestState
 
@@ -147,15 +148,14 @@ class EngineMetrics:
         if self._prompt_total:
             self.cache_hit_rate.set(self._cached_total / self._prompt_total)
         reply = await ctx.tokenizer_manager.control(ServerInfoRequest, SCRAPE_TIMEOUT_S)
-        if reply is None:
+        if reply is None or not isinstance(reply.payload, SchedulerStats):
             return
-        info = reply.payload
-        self.running.set(info.get("num_running_reqs", 0))
-        self.waiting.set(info.get("num_waiting_reqs", 0))
-        used = info.get("kv_pool_used_tokens", 0)
-        total = info.get("max_total_tokens") or 0
+        stats = reply.payload
+        self.running.set(stats.num_running_reqs)
+        self.waiting.set(stats.num_waiting_reqs)
+        used = stats.kv.pool_used_tokens if stats.kv is not None else 0
         self.used_tokens.set(used)
-        self.token_usage.set(used / total if total else 0.0)
+        self.token_usage.set(used / stats.max_total_tokens if stats.max_total_tokens else 0.0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

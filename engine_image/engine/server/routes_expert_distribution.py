@@ -11,7 +11,7 @@ from typing import Literal
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from engine.ipc.messages import ControlResponse, ExpertDistributionRequest
+from engine.ipc.messages import ControlResponse, ExpertDistributionDump, ExpertDistributionRequest
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError, bad_request, json_response
 
@@ -48,6 +48,7 @@ def expert_distribution_router(ctx: ServerContext) -> APIRouter:
     async def dump() -> Response:
         """``layer_id,expert_id,count`` rows, one per MoE layer and expert."""
         reply = await control("dump")
-        return Response(str(reply.payload["csv"]), media_type="text/csv")
+        assert isinstance(reply.payload, ExpertDistributionDump), "a dump answers with its CSV"
+        return Response(reply.payload.csv, media_type="text/csv")
 
     return router

@@ -11,7 +11,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
-from engine.ipc.messages import FlushCacheRequest, ServerInfoRequest, UpdateWeightsRequest
+from engine.ipc.messages import (
+    FlushCacheRequest,
+    ServerInfoRequest,
+    UpdateWeightsRequest,
+    WeightsUpdated,
+)
+from engine.ipc.scheduler_stats import SchedulerStats
 from engine.sampling.params import SamplingParams
 from engine.server.context import ServerContext
 from engine.server.generation.service import submit
@@ -126,7 +132,15 @@ def native_router(ctx: ServerContext) -> APIRouter:
         reply = await tm.control(ServerInfoRequest, PIPELINE_PING_TIMEOUT_S)
         if reply is None:
             raise ApiError(503, "the scheduler did not answer in time", type_="service_unavailable")
-        return json_response({**reply.payload, "version": _version(), "in_flight_requests": len(tm.states)})
+        assert isinstance(reply.payload, SchedulerStats), "the scheduler answers server info with its stats"
+        return json_response(
+            {
+                **ctx.args.public_dict(),
+                **_stats_fields(reply.payload),
+                "version": _version(),
+                "in_flight_requests": len(tm.states),
+            }
+        )
 
     @router.post("/flush_cache")
     async def flush_cache(timeout: float = 0.0) -> Response:
@@ -145,16 +159,20 @@ def native_router(ctx: ServerContext) -> APIRouter:
         reply = await tm.control(lambda rid: UpdateWeightsRequest(rid, body.model_path), 600.0)
         if reply is None:
             raise ApiError(503, "the scheduler did not answer in time", type_="service_unavailable")
-        if reply.success:
-            ctx.weight_version = int(reply.payload["weight_version"])
-            ctx.model_path = str(reply.payload["model_path"])
+        if isinstance(reply.payload, WeightsUpdated):
+            ctx.weight_version = reply.payload.weight_version
+            ctx.model_path = reply.payload.model_path
         return json_response({"success": reply.success, "message": reply.message}, status_code=200 if reply.success else 400)
 
     @router.post("/tokenize")
     @router.post("/v1/tokenize")
     async def tokenize(request: Request) -> Response:
         body = await parse_json_body(request, TokenizeBody)
-        encode = lambda text: ctx.tokenizer.encode(text, add_special_tokens=body.add_special_tokens)
+
+        def encode(text: str) -> list[int]:
+            ids: list[int] = ctx.tokenizer.encode(text, add_special_tokens=body.add_special_tokens)
+            return ids
+
         if isinstance(body.prompt, str):
             tokens: Any = encode(body.prompt)
             count: Any = len(tokens)
@@ -186,6 +204,30 @@ def native_router(ctx: ServerContext) -> APIRouter:
         return json_response({"success": True})
 
     return router
+
+
+def _stats_fields(stats: SchedulerStats) -> dict[str, Any]:
+    """The scheduler's part of /server_info (SGLang's key names); it overrides the flags' values
+    (the context length and pool size the engine chose, the weights serving now)."""
+    fields: dict[str, Any] = {
+        "model_path": stats.model_path,
+        "max_total_tokens": stats.max_total_tokens,
+        "context_length": stats.context_length,
+    }
+    if stats.kv is not None:
+        fields |= {
+            "kv_pool_free_tokens": stats.kv.pool_free_tokens,
+            "kv_pool_used_tokens": stats.kv.pool_used_tokens,
+            "radix_cache_tokens": stats.kv.radix_cache_tokens,
+            "radix_cache_evictable_tokens": stats.kv.radix_cache_evictable_tokens,
+        }
+    return fields | {
+        "num_running_reqs": stats.num_running_reqs,
+        "num_waiting_reqs": stats.num_waiting_reqs,
+        "weight_version": stats.weight_version,
+        "device": stats.device,
+        "dtype": stats.dtype,
+    }
 
 
 def _version() -> str:

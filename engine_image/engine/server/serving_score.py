@@ -33,12 +33,12 @@ def score_prompts(ctx: ServerContext, body: ScoreBody) -> list[list[int]]:
         if not all(isinstance(item, str) for item in items):
             raise bad_request("a text query needs text items", param="items")
         texts = [f"{item}{body.query}" if body.item_first else f"{body.query}{item}" for item in items]
-        prompts = [ctx.tokenizer.encode(text) for text in texts]  # type: ignore[str-bytes-safe]
+        prompts = [ctx.tokenizer.encode(text) for text in texts]
     else:
         if not all(isinstance(item, list) for item in items):
             raise bad_request("a token-id query needs token-id items", param="items")
         query = list(body.query)
-        prompts = [list(item) + query if body.item_first else query + list(item) for item in items]  # type: ignore[arg-type]
+        prompts = [list(item) + query if body.item_first else query + list(item) for item in items]
     for ids in prompts:
         check_prompt(ctx, ids)
     return prompts

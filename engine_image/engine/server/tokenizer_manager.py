@@ -29,6 +29,7 @@ from engine.ipc.messages import (
     EmbedRequest,
     ForwardOnlyOutput,
     GenerateRequest,
+    LogprobPair,
     Message,
     RequestError,
     ScoreRequest,
@@ -52,7 +53,7 @@ class RequestState:
     text: str = ""
     output_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
-    top_logprobs: list[list[tuple[float, int]]] = field(default_factory=list)
+    top_logprobs: list[list[LogprobPair]] = field(default_factory=list)
     completion_tokens: int = 0
     cached_tokens: int = 0
     finish_reason: FinishReason | None = None
@@ -191,17 +192,17 @@ class TokenizerManager:
 
     def _apply(self, message: TextOutputs) -> list[RequestState]:
         touched = []
-        for i, rid in enumerate(message.rids):
-            state = self.states.get(rid)
+        for delta in message.deltas:
+            state = self.states.get(delta.rid)
             if state is None:
                 continue  # the client is gone and its request was aborted
-            state.text += message.texts[i]
-            state.output_ids += message.new_token_ids[i]
-            state.logprobs += message.new_logprobs[i]
-            state.top_logprobs += [list(step) for step in message.new_top_logprobs[i]]
-            state.completion_tokens = message.completion_tokens[i] or len(state.output_ids)
-            state.cached_tokens = message.cached_tokens[i] or state.cached_tokens
-            state.finish_reason = message.finish_reasons[i]
+            state.text += delta.text
+            state.output_ids += delta.token_ids
+            state.logprobs += delta.logprobs
+            state.top_logprobs += delta.top_logprobs
+            state.completion_tokens = delta.completion_tokens or len(state.output_ids)
+            state.cached_tokens = delta.cached_tokens or state.cached_tokens
+            state.finish_reason = delta.finish_reason
             touched.append(state)
         return touched
 

@@ -76,7 +76,7 @@ def reference(smol_engine: Engine, hf_smol: PreTrainedModel) -> list[tuple[list[
 def _check(result: dict, ref: tuple[list[int], list[float]]) -> None:
     ids, logprobs = ref
     assert result["output_ids"] == ids
-    ours = [lp for lp, _ in result["meta_info"]["output_token_logprobs"]]
+    ours = [lp for lp, *_ in result["meta_info"]["output_token_logprobs"]]
     assert ours == pytest.approx(logprobs, abs=1e-3)
 
 

@@ -60,7 +60,7 @@ def test_prefix_is_shared_while_its_first_request_still_decodes(smol_engine: Eng
     params = smol_engine._params(GREEDY, 1)[0]
     scheduler.add_request(scheduler.new_request("first", ask("When do you open?"), params))
     scheduler.step()
-    assert [r.rid for r in scheduler.running] == ["first"]
+    assert [r.rid for r in scheduler.decode.running] == ["first"]
     second = scheduler.new_request("second", ask("Do you sell cakes?"), params)
     scheduler.add_request(second)
     while not scheduler.is_idle:
@@ -95,7 +95,7 @@ def test_abort_mid_generation_frees_everything(smol_engine: Engine) -> None:
         scheduler.add_request(scheduler.new_request(f"r{i}", _long_prefix(smol_engine)[i:], params))
     for _ in range(4):
         scheduler.step()
-    assert len(scheduler.running) == 3
+    assert len(scheduler.decode.running) == 3
     assert all(scheduler.abort(f"r{i}") for i in range(3))
     assert not scheduler.abort("r0")
     _assert_pool_free(smol_engine)

@@ -9,6 +9,9 @@ from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import (
     AbortRequest,
     ControlResponse,
+    DetokenizeOptions,
+    ExpertDistributionDump,
+    RequestDelta,
     RequestError,
     TextOutputs,
     TokenOutputs,
@@ -18,24 +21,22 @@ IM_END = 2
 
 
 def token_outputs(
-    rids: list[str],
-    new_token_ids: list[list[int]],
-    finish_reasons: list[FinishReason | None],
-    skip_special_tokens: list[bool] | None = None,
-    stops: list[list[str]] | None = None,
+    rids: list[str], new_token_ids: list[list[int]], finish_reasons: list[FinishReason | None]
 ) -> TokenOutputs:
-    n = len(rids)
     return TokenOutputs(
-        rids=rids,
-        new_token_ids=new_token_ids,
-        new_logprobs=[[-0.5] * len(ids) for ids in new_token_ids],
-        new_top_logprobs=[[[(-0.5, i)] for i in ids] for ids in new_token_ids],
-        finish_reasons=finish_reasons,
-        prompt_tokens=[7] * n,
-        completion_tokens=[len(ids) for ids in new_token_ids],
-        cached_tokens=[3] * n,
-        skip_special_tokens=skip_special_tokens or [True] * n,
-        stops=stops or [[] for _ in range(n)],
+        [
+            RequestDelta(
+                rid=rid,
+                token_ids=ids,
+                logprobs=[-0.5] * len(ids),
+                top_logprobs=[[(-0.5, i)] for i in ids],
+                finish_reason=finish,
+                prompt_tokens=7,
+                completion_tokens=len(ids),
+                cached_tokens=3,
+            )
+            for rid, ids, finish in zip(rids, new_token_ids, finish_reasons, strict=True)
+        ]
     )
 
 
@@ -45,8 +46,8 @@ def test_two_interleaved_requests(tokenizer: PreTrainedTokenizerBase) -> None:
         "a": tokenizer.encode("Hello 世界 END tail"),
         "b": tokenizer.encode("Bonjour 😀 à tous") + [IM_END],
     }
-    skip = {"a": True, "b": False}
-    stops = {"a": ["END"], "b": []}
+    assert manager.handle(DetokenizeOptions(["a"], skip_special_tokens=True, stops=["END"])) is None
+    assert manager.handle(DetokenizeOptions(["b"], skip_special_tokens=False, stops=[])) is None
     texts = {"a": "", "b": ""}
     for step in range(max(len(seq) for seq in ids.values())):
         rids = [rid for rid in ("b", "a") if step < len(ids[rid])]
@@ -54,16 +55,15 @@ def test_two_interleaved_requests(tokenizer: PreTrainedTokenizerBase) -> None:
             rids,
             [[ids[rid][step]] for rid in rids],
             [FinishReason("stop") if step == len(ids[rid]) - 1 else None for rid in rids],
-            skip_special_tokens=[skip[rid] for rid in rids],
-            stops=[stops[rid] for rid in rids],
         )
         reply = manager.handle(message)
         assert isinstance(reply, TextOutputs)
-        for field in TextOutputs.__struct_fields__:
-            if field != "texts":
-                assert getattr(reply, field) == getattr(message, field), field
-        for rid, text in zip(reply.rids, reply.texts, strict=True):
-            texts[rid] += text
+        assert len(reply.deltas) == len(message.deltas)
+        for got, sent in zip(reply.deltas, message.deltas, strict=True):
+            for field in RequestDelta.__struct_fields__:
+                if field != "text":
+                    assert getattr(got, field) == getattr(sent, field), field
+            texts[got.rid] += got.text
         live = {rid for rid in ids if step < len(ids[rid]) - 1}
         assert set(manager.active_rids) == live
     assert texts == {"a": "Hello 世界 ", "b": "Bonjour 😀 à tous<|im_end|>"}
@@ -72,10 +72,20 @@ def test_two_interleaved_requests(tokenizer: PreTrainedTokenizerBase) -> None:
 
 def test_abort_finish_cleans_up(tokenizer: PreTrainedTokenizerBase) -> None:
     manager = DetokenizerManager(tokenizer)
+    manager.handle(DetokenizeOptions(["r"], skip_special_tokens=True, stops=[]))
     manager.handle(token_outputs(["r"], [tokenizer.encode("partial")], [None]))
     assert manager.active_rids == ["r"]
     reply = manager.handle(token_outputs(["r"], [[]], [FinishReason("abort")]))
-    assert isinstance(reply, TextOutputs) and reply.texts == [""]
+    assert isinstance(reply, TextOutputs) and [d.text for d in reply.deltas] == [""]
+    assert manager.active_rids == []
+
+
+def test_refused_request_cleans_up(tokenizer: PreTrainedTokenizerBase) -> None:
+    manager = DetokenizerManager(tokenizer)
+    manager.handle(DetokenizeOptions(["r-0", "r-1"], skip_special_tokens=True, stops=[]))
+    assert manager.active_rids == ["r-0", "r-1"]
+    for rid in ("r-0", "r-1"):
+        manager.handle(RequestError(rid, "the grammar did not compile"))
     assert manager.active_rids == []
 
 
@@ -83,14 +93,15 @@ def test_rid_reused_after_finish_starts_fresh(tokenizer: PreTrainedTokenizerBase
     manager = DetokenizerManager(tokenizer)
     ids = tokenizer.encode("same")
     for _ in range(2):
+        manager.handle(DetokenizeOptions(["r"], skip_special_tokens=True, stops=[]))
         reply = manager.handle(token_outputs(["r"], [ids], [FinishReason("length")]))
-        assert isinstance(reply, TextOutputs) and reply.texts == ["same"]
+        assert isinstance(reply, TextOutputs) and [d.text for d in reply.deltas] == ["same"]
 
 
 def test_errors_and_control_responses_pass_through(tokenizer: PreTrainedTokenizerBase) -> None:
     manager = DetokenizerManager(tokenizer)
     error = RequestError("r", "prompt too long")
-    control = ControlResponse("c", True, payload={"k": 1})
+    control = ControlResponse("c", True, payload=ExpertDistributionDump("layer_id,expert_id,count\n"))
     assert manager.handle(error) is error
     assert manager.handle(control) is control
     assert manager.handle(AbortRequest(rid="r")) is None

@@ -14,7 +14,14 @@ from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.process import run_detokenizer_process
 from engine.ipc.finish_reason import FinishReason
-from engine.ipc.messages import TextOutputs, TokenOutputs, decode, encode
+from engine.ipc.messages import (
+    DetokenizeOptions,
+    RequestDelta,
+    TextOutputs,
+    TokenOutputs,
+    decode,
+    encode,
+)
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 
 pytestmark = pytest.mark.slow
@@ -70,27 +77,14 @@ def test_child_detokenizes_over_ipc(
         assert report == {"status": "ready"}
         ids = tokenizer.encode("Hi 😀 there")
         outbox = push_socket(context, port_args.detokenizer_input)
-        outbox.send(
-            encode(
-                TokenOutputs(
-                    rids=["r1"],
-                    new_token_ids=[ids],
-                    new_logprobs=[[0.0] * len(ids)],
-                    new_top_logprobs=[[]],
-                    finish_reasons=[FinishReason("length")],
-                    prompt_tokens=[4],
-                    completion_tokens=[len(ids)],
-                    cached_tokens=[0],
-                    skip_special_tokens=[True],
-                    stops=[[]],
-                )
-            )
-        )
+        outbox.send(encode(DetokenizeOptions(["r1"], skip_special_tokens=True, stops=[])))
+        delta = RequestDelta("r1", ids, [0.0] * len(ids), [], FinishReason("length"), 4, len(ids), 0)
+        outbox.send(encode(TokenOutputs([delta])))
         assert inbox.poll(_REPLY_TIMEOUT_MS), "no TextOutputs came back"
         reply = decode(inbox.recv())
         assert isinstance(reply, TextOutputs)
-        assert reply.rids == ["r1"] and reply.texts == ["Hi 😀 there"]
-        assert reply.new_token_ids == [ids] and reply.finish_reasons == [FinishReason("length")]
+        assert [(d.rid, d.text) for d in reply.deltas] == [("r1", "Hi 😀 there")]
+        assert reply.deltas[0].token_ids == ids and reply.deltas[0].finish_reason == FinishReason("length")
     finally:
         proc.terminate()
         proc.join(_EXIT_TIMEOUT_S)

@@ -135,7 +135,7 @@ def _assert_agree(ours: dict[str, Any], theirs: dict[str, Any], tie: float) -> N
     assert len(a) == len(b)
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
-            top = {tok: lp for lp, tok in ours["meta_info"]["output_top_logprobs"][i]}
+            top = {tok: lp for lp, tok, _ in ours["meta_info"]["output_top_logprobs"][i]}
             assert y in top and top[x] - top[y] <= tie, f"step {i}: {x} vs {y} is no near-tie"
             return
 
@@ -143,7 +143,7 @@ def _assert_agree(ours: dict[str, Any], theirs: dict[str, Any], tie: float) -> N
 def _assert_matches_refs(results: list[dict[str, Any]], refs: list[Reference]) -> None:
     for result, ref in zip(results, refs):
         assert result["output_ids"] == ref.output_ids
-        ours = [lp for lp, _ in result["meta_info"]["output_token_logprobs"]]
+        ours = [lp for lp, *_ in result["meta_info"]["output_token_logprobs"]]
         assert ours == pytest.approx(ref.logprobs, abs=1e-3)
 
 

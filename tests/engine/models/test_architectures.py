@@ -83,14 +83,14 @@ def _assert_matches(engine: Engine, refs: list[Reference]) -> None:
     for result, ref in zip(results, refs):
         assert result["output_ids"] == ref.output_ids
         meta = result["meta_info"]
-        ours = [lp for lp, _ in meta["output_token_logprobs"]]
+        ours = [lp for lp, *_ in meta["output_token_logprobs"]]
         assert ours == pytest.approx(ref.logprobs, abs=1e-4)
         # NOTE: the first step's top-5 checks the prefill logits beyond the argmax; by value,
         # so a near-tie inside the top-5 cannot make the test flaky.
         fifth = ref.first_logprobs.topk(5).values[-1].item()
         top = meta["output_top_logprobs"][0]
-        assert len(top) == 5 and len({tok for _, tok in top}) == 5
-        for lp, tok in top:
+        assert len(top) == 5 and len({tok for _, tok, _ in top}) == 5
+        for lp, tok, _ in top:
             assert lp == pytest.approx(ref.first_logprobs[tok].item(), abs=1e-4)
             assert lp >= fifth - 1e-4
 
@@ -246,7 +246,7 @@ def test_half_dtypes_load_and_generate(llama: Case, dtype: str) -> None:
     results = engine.generate(input_ids=PROMPTS, sampling_params=GREEDY, return_logprob=True)
     for result in results:
         assert len(result["output_ids"]) == MAX_NEW
-        logprobs = [lp for lp, _ in result["meta_info"]["output_token_logprobs"]]
+        logprobs = [lp for lp, *_ in result["meta_info"]["output_token_logprobs"]]
         assert all(math.isfinite(lp) and lp <= 0 for lp in logprobs)
 
 

@@ -59,7 +59,7 @@ def _hf_last_logprobs(model: PreTrainedModel, prompts: list[list[int]]) -> torch
 
 
 def _our_last_logprobs(engine: Engine, prompts: list[list[int]]) -> torch.Tensor:
-    forward = DecoderForwardOnly(engine.runner, engine.scheduler.tree, is_embedding=False)
+    forward = DecoderForwardOnly(engine.runner, engine.scheduler.kv, is_embedding=False)
     logprobs = forward.score(prompts, list(range(engine.runner.model_config.vocab_size)))
     assert logprobs is not None
     return logprobs
@@ -92,7 +92,7 @@ def test_greedy_matches_transformers(case: Case) -> None:
     assert isinstance(results, list)
     for result, ref in zip(results, case.refs, strict=True):
         assert result["output_ids"] == ref.output_ids
-        ours = [lp for lp, _ in result["meta_info"]["output_token_logprobs"]]
+        ours = [lp for lp, *_ in result["meta_info"]["output_token_logprobs"]]
         assert ours == pytest.approx(ref.logprobs, abs=1e-4)
 
 
@@ -108,7 +108,7 @@ def test_greedy_matches_transformers_on_a_cached_prefix(case: Case) -> None:
     assert second["meta_info"]["cached_tokens"] >= len(PROMPTS[2])
     ref = hf_greedy(case.model, follow_up, MAX_NEW)
     assert second["output_ids"] == ref.output_ids
-    ours = [lp for lp, _ in second["meta_info"]["output_token_logprobs"]]
+    ours = [lp for lp, *_ in second["meta_info"]["output_token_logprobs"]]
     assert ours == pytest.approx(ref.logprobs, abs=1e-4)
 
 

@@ -20,6 +20,7 @@ from engine.runtime.cross_encoder_runner import CrossEncoderRunner
 from engine.runtime.decoder_classifier import DecoderClassifier
 from engine.runtime.model_runner import ModelRunner
 from engine.scheduler.forward_only import ForwardOnlyQueue
+from engine.scheduler.request_kv import RequestKV
 from tests.engine.rerank.conftest import DOCUMENTS, QUERY
 
 
@@ -91,7 +92,7 @@ def test_queue_refuses_bad_token_types(bert_reranker_dir: Path) -> None:
 
 def test_reward_model_equals_transformers(reward_dir: Path) -> None:
     runner = ModelRunner(EngineConfig(str(reward_dir), device="cpu", max_total_tokens=512, max_running_requests=8))
-    classifier = DecoderClassifier(runner, RadixCache(runner.allocator))
+    classifier = DecoderClassifier(runner, RequestKV(runner, RadixCache(runner.allocator)))
     tokenizer = AutoTokenizer.from_pretrained(reward_dir)
     eos = tokenizer.eos_token_id
     texts = ["The answer is 42.", "I am not sure, maybe ask someone else?", "Yes."]

@@ -96,4 +96,5 @@ def chat_prompt_ids(
             f"the model's chat template refused these messages: {err}", param="messages"
         ) from None
     # NOTE: the template already wrote any BOS it wants; do not add special tokens again.
-    return tokenizer.encode(prompt, add_special_tokens=False)
+    ids: list[int] = tokenizer.encode(prompt, add_special_tokens=False)
+    return ids

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from engine.ipc.messages import ServerInfoRequest
+from engine.ipc.scheduler_stats import SchedulerStats
 from engine.server.context import ServerContext
 from engine.server.http_errors import ApiError
 from engine.server.ollama.errors import OllamaRoute, parse_body
@@ -70,6 +71,7 @@ def ollama_router(ctx: ServerContext) -> APIRouter:
         reply = await ctx.tokenizer_manager.control(ServerInfoRequest, SCHEDULER_TIMEOUT_S)
         if reply is None:
             raise ApiError(503, "the scheduler did not answer in time")
+        assert isinstance(reply.payload, SchedulerStats), "the scheduler answers server info with its stats"
         card = model_card(ctx)
         name = ctx.args.model_name
         running = RunningModel(
@@ -79,7 +81,7 @@ def ollama_router(ctx: ServerContext) -> APIRouter:
             digest=card.digest,
             details=card.details,
             expires_at=NEVER_EXPIRES,
-            size_vram=0 if reply.payload["device"] == "cpu" else card.size,
+            size_vram=0 if reply.payload.device == "cpu" else card.size,
             context_length=ctx.context_length,
         )
         return _json(PsReply(models=[running]))

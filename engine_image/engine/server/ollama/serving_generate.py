@@ -47,7 +47,8 @@ def prompt_ids(ctx: ServerContext, body: GenerateRequest) -> list[int]:
     if any(not 0 <= token < vocab for token in history):
         raise bad_request(f"context must hold token ids in [0, {vocab})")
     if body.raw or ctx.tokenizer.chat_template is None:
-        return history + ctx.tokenizer.encode(body.prompt, add_special_tokens=not history)
+        ids: list[int] = ctx.tokenizer.encode(body.prompt, add_special_tokens=not history)
+        return history + ids
     system = [ChatMessage(role="system", content=body.system)] if body.system else []
     return history + chat_prompt_ids(
         ctx.tokenizer, [*system, ChatMessage(role="user", content=body.prompt)]

@@ -34,11 +34,11 @@ def embedding_inputs(ctx: ServerContext, given: str | list[str] | list[int] | li
     elif not given:
         raise bad_request("input must not be empty", param="input")
     elif isinstance(given[0], str):
-        prompts = [ctx.tokenizer.encode(text) for text in given]  # type: ignore[arg-type]
+        prompts = [ctx.tokenizer.encode(text) for text in given]
     elif isinstance(given[0], int):
-        prompts = [list(given)]  # type: ignore[arg-type]
+        prompts = [list(given)]
     else:
-        prompts = [list(ids) for ids in given]  # type: ignore[union-attr]
+        prompts = [list(ids) for ids in given]
     for ids in prompts:
         if not ids:
             raise bad_request("an input is empty", param="input")
@@ -63,7 +63,8 @@ def shorten(vectors: np.ndarray, dimensions: int | None) -> np.ndarray:
     if dimensions is None or dimensions >= vectors.shape[1]:
         return vectors
     cut = vectors[:, :dimensions]
-    return cut / np.maximum(np.linalg.norm(cut, axis=1, keepdims=True), 1e-12)
+    normalised: np.ndarray = cut / np.maximum(np.linalg.norm(cut, axis=1, keepdims=True), 1e-12)
+    return normalised
 
 
 async def create_embedding(ctx: ServerContext, body: EmbeddingRequest) -> Response:
@@ -84,4 +85,5 @@ def _encode(vector: np.ndarray, encoding_format: str) -> list[float] | str:
     if encoding_format == "base64":
         # NOTE: OpenAI's base64 is the little-endian float32 bytes of the vector.
         return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
-    return vector.tolist()
+    values: list[float] = vector.tolist()
+    return values

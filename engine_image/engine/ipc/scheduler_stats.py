@@ -1,0 +1,32 @@
+"""One snapshot of the scheduler's state: what /server_info and /metrics report."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class KVCacheStats(msgspec.Struct, frozen=True):
+    """The KV pool and the radix cache, in tokens."""
+
+    pool_free_tokens: int
+    pool_used_tokens: int
+    radix_cache_tokens: int
+    radix_cache_evictable_tokens: int
+
+
+class SchedulerStats(msgspec.Struct, frozen=True, tag=True):
+    """The scheduler process's answer to a ServerInfoRequest.
+
+    ``model_path`` and ``weight_version`` are those of the weights serving now (a weight
+    update changes both); ``kv`` is None for an encoder model, which has no KV cache.
+    """
+
+    model_path: str
+    weight_version: int
+    max_total_tokens: int
+    context_length: int
+    device: str
+    dtype: str
+    num_running_reqs: int
+    num_waiting_reqs: int
+    kv: KVCacheStats | None

@@ -1,0 +1,43 @@
+"""The running requests and the decode step: one new token for each of them."""
+
+from __future__ import annotations
+
+from engine.core.forward_batch import ForwardMode
+from engine.ipc.messages import RequestDelta
+from engine.runtime.model_runner import ModelRunner
+from engine.scheduler.batch import forward_batch
+from engine.scheduler.request import Req
+from engine.scheduler.request_kv import RequestKV
+from engine.scheduler.token_sampling import TokenSampling
+
+
+class Decode:
+    def __init__(self, runner: ModelRunner, kv: RequestKV, sampling: TokenSampling) -> None:
+        self.runner = runner
+        self.kv = kv
+        self.sampling = sampling
+        self.running: list[Req] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.running)
+
+    def remove(self, rid: str) -> Req | None:
+        for req in self.running:
+            if req.rid == rid:
+                self.running.remove(req)
+                return req
+        return None
+
+    def run(self) -> tuple[list[RequestDelta], list[Req]]:
+        """One decode forward over every running request; the deltas and the requests that
+        finished (no longer running)."""
+        reqs = self.running
+        positions = [r.kv_len for r in reqs]
+        tokens = [r.output_ids[-1] for r in reqs]
+        out_cache_loc = self.kv.extend(reqs, [1] * len(reqs))
+        batch = forward_batch(
+            self.runner, ForwardMode.DECODE, reqs, tokens, positions, out_cache_loc, positions, [1] * len(reqs)
+        )
+        deltas = self.sampling.advance(reqs, self.runner.forward(batch))
+        self.running = [r for r in reqs if not r.finished]
+        return deltas, [r for r in reqs if r.finished]
