@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from engine.ipc.startup import SchedulerReady
 from engine.server.server_args import ServerArgs, parse_server_args
 
 logger = logging.getLogger("engine")
@@ -72,6 +73,7 @@ def serve(args: ServerArgs) -> None:
         shutil.rmtree(port_args.directory, ignore_errors=True)
         _fail(str(err) or "interrupted during start-up")
     scheduler_info = infos["scheduler"]
+    assert isinstance(scheduler_info, SchedulerReady), "the scheduler reports SchedulerReady"
     ctx = ServerContext(
         args=args,
         tokenizer=AutoTokenizer.from_pretrained(tokenizer_path),
@@ -79,15 +81,15 @@ def serve(args: ServerArgs) -> None:
             AutoTokenizer.from_pretrained(tokenizer_path), port_args, args.batch_notify_size
         ),
         hf_config=json.loads((Path(args.model_path) / "config.json").read_text()),
-        context_length=int(scheduler_info["context_length"]),
-        max_total_tokens=int(scheduler_info["max_total_tokens"]),
+        context_length=scheduler_info.context_length,
+        max_total_tokens=scheduler_info.max_total_tokens,
         model_path=args.model_path,
-        is_embedding=bool(scheduler_info["is_embedding"]),
+        is_embedding=scheduler_info.is_embedding,
     )
     supervisor.watch()
     logger.info(
         "serving %s on http://%s:%d (%s, %s, KV pool %d tokens)",
-        args.model_name, args.host, args.port, scheduler_info["device"], scheduler_info["dtype"],
+        args.model_name, args.host, args.port, scheduler_info.device, scheduler_info.dtype,
         ctx.max_total_tokens,
     )
     # NOTE: uvicorn shuts down gracefully on SIGTERM, then re-raises it under the handler it

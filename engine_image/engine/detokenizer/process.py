@@ -12,6 +12,7 @@ from engine.core.process_guard import die_with_parent, ignore_interrupts
 from engine.detokenizer.manager import DetokenizerManager
 from engine.ipc.messages import decode, encode
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
+from engine.ipc.startup import DetokenizerReady, StartupFailed
 
 
 def run_detokenizer_process(
@@ -25,11 +26,9 @@ def run_detokenizer_process(
         inbox = pull_socket(context, port_args.detokenizer_input)
         outbox = push_socket(context, port_args.tokenizer_input)
     except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
-        ready_writer.send(
-            {"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]}
-        )
+        ready_writer.send(StartupFailed(f"{type(err).__name__}: {err}".splitlines()[0]))
         sys.exit(1)
-    ready_writer.send({"status": "ready"})
+    ready_writer.send(DetokenizerReady())
     # NOTE: blocking recv, no per-message logging; the launcher ends this process by signal.
     while True:
         reply = manager.handle(decode(inbox.recv()))

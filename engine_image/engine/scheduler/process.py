@@ -9,7 +9,6 @@ import logging
 import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 import torch
 import zmq
@@ -21,6 +20,7 @@ from engine.core.process_guard import die_with_parent, ignore_interrupts
 from engine.engine_config import EngineConfig
 from engine.ipc.scheduler_stats import SchedulerStats
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
+from engine.ipc.startup import SchedulerReady, StartupFailed
 from engine.runtime.cross_encoder_runner import CrossEncoderRunner
 from engine.runtime.decoder_classifier import DecoderClassifier
 from engine.runtime.decoder_forward_only import DecoderForwardOnly
@@ -57,15 +57,15 @@ def run_scheduler_process(
         else:
             server, ready = _decoder_server(config, inbox, outbox, is_classifier(architectures))
     except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
-        ready_writer.send({"status": "error", "message": f"{type(err).__name__}: {err}".splitlines()[0]})
+        ready_writer.send(StartupFailed(f"{type(err).__name__}: {err}".splitlines()[0]))
         sys.exit(1)
-    ready_writer.send({"status": "ready", **ready})
+    ready_writer.send(ready)
     server.run_forever()
 
 
 def _decoder_server(
     config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], reward: bool
-) -> tuple[SchedulerServer, dict[str, Any]]:
+) -> tuple[SchedulerServer, SchedulerReady]:
     tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or config.model_path)
     if reward:
         # NOTE: a reward model never decodes, so no decode graphs; it serves like an
@@ -89,18 +89,18 @@ def _decoder_server(
 
 def _encoder_server(
     config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], cross_encoder: bool
-) -> tuple[EncoderServer, dict[str, Any]]:
+) -> tuple[EncoderServer, SchedulerReady]:
     runner = CrossEncoderRunner(config) if cross_encoder else EncoderRunner(config)
     server = EncoderServer(runner, inbox, outbox)
     return server, _ready_report(server.stats(), is_embedding=True)
 
 
-def _ready_report(stats: SchedulerStats, is_embedding: bool) -> dict[str, Any]:
+def _ready_report(stats: SchedulerStats, is_embedding: bool) -> SchedulerReady:
     """What the launcher reads from the start-up pipe once the model is loaded."""
-    return {
-        "max_total_tokens": stats.max_total_tokens,
-        "context_length": stats.context_length,
-        "device": stats.device,
-        "dtype": stats.dtype,
-        "is_embedding": is_embedding,
-    }
+    return SchedulerReady(
+        max_total_tokens=stats.max_total_tokens,
+        context_length=stats.context_length,
+        device=stats.device,
+        dtype=stats.dtype,
+        is_embedding=is_embedding,
+    )

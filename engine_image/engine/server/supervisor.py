@@ -13,6 +13,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from engine.ipc.startup import DetokenizerReady, SchedulerReady, StartupFailed, StartupReport
+
 logger = logging.getLogger(__name__)
 
 _STOP_GRACE_S = 5.0
@@ -44,9 +46,9 @@ class Supervisor:
         writer.close()
         self.children.append(Child(name, process, reader))
 
-    def wait_ready(self, timeout_s: float) -> dict[str, dict[str, Any]]:
-        """Each child's ready message; raises ChildStartError if one fails or dies first."""
-        infos: dict[str, dict[str, Any]] = {}
+    def wait_ready(self, timeout_s: float) -> dict[str, SchedulerReady | DetokenizerReady]:
+        """Each child's ready report; raises ChildStartError if one fails or dies first."""
+        infos: dict[str, SchedulerReady | DetokenizerReady] = {}
         deadline = time.monotonic() + timeout_s
         while len(infos) < len(self.children):
             for child in self.children:
@@ -54,11 +56,11 @@ class Supervisor:
                     continue
                 if child.ready_reader.poll(0.05):
                     try:
-                        info = child.ready_reader.recv()
+                        info: StartupReport = child.ready_reader.recv()
                     except EOFError:
-                        info = {"status": "error", "message": "exited during start-up"}
-                    if info.get("status") != "ready":
-                        raise ChildStartError(f"{child.name} failed to start: {info.get('message')}")
+                        info = StartupFailed("exited during start-up")
+                    if isinstance(info, StartupFailed):
+                        raise ChildStartError(f"{child.name} failed to start: {info.message}")
                     infos[child.name] = info
                 elif not child.process.is_alive():
                     raise ChildStartError(f"{child.name} exited during start-up (exit code {child.process.exitcode})")

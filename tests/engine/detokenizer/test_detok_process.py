@@ -23,6 +23,7 @@ from engine.ipc.messages import (
     encode,
 )
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
+from engine.ipc.startup import DetokenizerReady, StartupFailed
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +75,7 @@ def test_child_detokenizes_over_ipc(
     inbox = pull_socket(context, port_args.tokenizer_input)
     proc, report = _start(str(smollm2_dir), port_args)
     try:
-        assert report == {"status": "ready"}
+        assert report == DetokenizerReady()
         ids = tokenizer.encode("Hi 😀 there")
         outbox = push_socket(context, port_args.detokenizer_input)
         outbox.send(encode(DetokenizeOptions(["r1"], skip_special_tokens=True, stops=[])))
@@ -103,6 +104,6 @@ def test_bad_tokenizer_path_reports_error(tmp_path: Path, port_args: PortArgs) -
         proc.kill()
         proc.join(_EXIT_TIMEOUT_S)
         pytest.fail("the detokenizer did not exit after a start-up error")
-    assert report["status"] == "error"
-    assert report["message"] and "\n" not in report["message"]
+    assert isinstance(report, StartupFailed)
+    assert report.message and "\n" not in report.message
     assert proc.exitcode == 1

@@ -1,0 +1,28 @@
+"""What a child process reports to the launcher once, over its start-up pipe: ready or failed."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class SchedulerReady(msgspec.Struct, frozen=True):
+    """The scheduler loaded its model: the facts the HTTP process is built from."""
+
+    max_total_tokens: int
+    context_length: int
+    device: str
+    dtype: str
+    is_embedding: bool
+
+
+class DetokenizerReady(msgspec.Struct, frozen=True):
+    """The detokenizer loaded its tokenizer and bound its sockets."""
+
+
+class StartupFailed(msgspec.Struct, frozen=True):
+    """A child could not start; ``message`` is one line for the operator."""
+
+    message: str
+
+
+StartupReport = SchedulerReady | DetokenizerReady | StartupFailed
