@@ -117,8 +117,8 @@ def headlines(result: dict[str, Any]) -> str:
         paired = zip(_round_rates(ran[OURS], top), _round_rates(ran[OURS_BASELINE], top))
         lines.append(
             f"Against the baseline engine at concurrency {top}: ours {now:.1f} tok/s, baseline "
-            f"{before:.1f} tok/s: ratio **{now / before:.2f}** (no regression: within the noise "
-            f"of 1). Round by round: {', '.join(f'{a / b:.2f}' for a, b in paired if b)}."
+            f"{before:.1f} tok/s: ratio **{now / before:.2f}** (1: unchanged). Round by round: "
+            f"{', '.join(f'{a / b:.2f}' for a, b in paired if b)}."
         )
     if OURS in ran and OURS_NO_RADIX in ran:
         on = ran[OURS]["shared_prefix"]["ttft_p50_ms"]
