@@ -77,9 +77,7 @@ def serve(args: ServerArgs) -> None:
     ctx = ServerContext(
         args=args,
         tokenizer=AutoTokenizer.from_pretrained(tokenizer_path),
-        tokenizer_manager=TokenizerManager(
-            AutoTokenizer.from_pretrained(tokenizer_path), port_args, args.batch_notify_size
-        ),
+        tokenizer_manager=TokenizerManager(port_args, args.batch_notify_size),
         hf_config=json.loads((Path(args.model_path) / "config.json").read_text()),
         context_length=scheduler_info.context_length,
         max_total_tokens=scheduler_info.max_total_tokens,

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import zmq.asyncio
-from transformers import PreTrainedTokenizerBase
 
 from engine.core.errors import InvalidRequest
 from engine.ipc.finish_reason import FinishReason
@@ -76,8 +75,7 @@ class OutputObserver(Protocol):
 
 
 class TokenizerManager:
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, port_args: PortArgs, batch_notify_size: int) -> None:
-        self.tokenizer = tokenizer
+    def __init__(self, port_args: PortArgs, batch_notify_size: int) -> None:
         self.batch_notify_size = batch_notify_size
         context = zmq.asyncio.Context()
         self._to_scheduler = push_socket(context, port_args.scheduler_input)
