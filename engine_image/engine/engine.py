@@ -20,6 +20,7 @@ from engine.runtime.model_runner import ModelRunner
 from engine.sampling.params import SamplingParams
 from engine.scheduler.request import Req
 from engine.scheduler.scheduler import Scheduler
+from engine.server.native_output import native_result
 from engine.text.decode_text import decode_text
 from engine.text.stop_strings import trim_at_stop
 
@@ -137,21 +138,13 @@ class Engine:
         if params.stop and not params.no_stop_trim:
             text = trim_at_stop(text, params.stop)
         assert req.finish_reason is not None
-        meta: dict[str, Any] = {
-            "id": req.rid,
-            "prompt_tokens": len(req.input_ids),
-            "completion_tokens": len(req.output_ids),
-            "cached_tokens": req.cached_tokens,
-            "finish_reason": req.finish_reason.to_dict(),
-            "e2e_latency": latency,
-        }
-        if return_logprob:
-            # NOTE: SGLang's [logprob, token_id, text] triples, text None (as /generate gives them).
-            meta["output_token_logprobs"] = [
-                [lp, tok, None] for lp, tok in zip(req.output_logprobs, req.output_ids, strict=True)
-            ]
-            if req.output_top_logprobs:
-                meta["output_top_logprobs"] = [
-                    [[lp, tok, None] for lp, tok in step] for step in req.output_top_logprobs
-                ]
-        return {"text": text, "output_ids": list(req.output_ids), "meta_info": meta}
+        return native_result(
+            req.rid,
+            text,
+            req.output_ids,
+            (len(req.input_ids), len(req.output_ids), req.cached_tokens),
+            req.finish_reason,
+            latency,
+            req.output_logprobs if return_logprob else None,
+            req.output_top_logprobs if return_logprob else (),
+        )

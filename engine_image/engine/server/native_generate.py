@@ -15,6 +15,7 @@ from engine.server.generation.prompt import check_prompt, prompts_of
 from engine.server.generation.service import Generation, Sample, submit
 from engine.server.generation.streaming import GenerationStream
 from engine.server.http_errors import bad_request, json_response
+from engine.server.native_output import native_result
 
 
 class GenerateBody(BaseModel):
@@ -64,20 +65,16 @@ async def generate(ctx: ServerContext, body: GenerateBody) -> Any:
 
 
 def result_dict(sample: Sample, return_logprob: bool) -> dict[str, Any]:
-    finish = sample.finish_reason
-    meta: dict[str, Any] = {
-        "id": sample.rid,
-        "prompt_tokens": len(sample.prompt_ids),
-        "completion_tokens": sample.completion_tokens,
-        "cached_tokens": sample.cached_tokens,
-        "finish_reason": None if finish is None else finish.to_dict(),
-        "e2e_latency": sample.seconds_since_submit,
-    }
-    if return_logprob:
-        meta["output_token_logprobs"] = [[lp, tok, None] for lp, tok in zip(sample.logprobs, sample.token_ids)]
-        if sample.top_logprobs:
-            meta["output_top_logprobs"] = [[[lp, tok, None] for lp, tok in step] for step in sample.top_logprobs]
-    return {"text": sample.text, "output_ids": list(sample.token_ids), "meta_info": meta}
+    return native_result(
+        sample.rid,
+        sample.text,
+        sample.token_ids,
+        (len(sample.prompt_ids), sample.completion_tokens, sample.cached_tokens),
+        sample.finish_reason,
+        sample.seconds_since_submit,
+        sample.logprobs if return_logprob else None,
+        sample.top_logprobs if return_logprob else (),
+    )
 
 
 async def _sse(generation: Generation, batched: bool, return_logprob: bool) -> AsyncIterator[bytes]:
