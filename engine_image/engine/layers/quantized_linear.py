@@ -16,6 +16,7 @@ from torch import nn
 
 from engine.layers.block_tensor import BlockTensor
 
+CPU = torch.device("cpu")
 TORCH_PATH = "torch (dequantized at load)"
 
 
@@ -42,7 +43,7 @@ class QuantizedLinear(nn.Module):
         parts: Sequence[BlockTensor],
         bias: torch.Tensor | None = None,
         *,
-        device: torch.device = torch.device("cpu"),
+        device: torch.device = CPU,
         dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
@@ -68,7 +69,7 @@ class QuantizedEmbedding(nn.Module):
     """Token embedding rows from a GGUF weight ``[vocab, hidden]``."""
 
     def __init__(
-        self, weight: BlockTensor, *, device: torch.device = torch.device("cpu"), dtype: torch.dtype = torch.float32
+        self, weight: BlockTensor, *, device: torch.device = CPU, dtype: torch.dtype = torch.float32
     ) -> None:
         super().__init__()
         self.num_embeddings = weight.rows
