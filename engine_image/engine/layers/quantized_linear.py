@@ -85,7 +85,7 @@ class QuantizedLinear(nn.Module):
         self._panels: list[torch.Tensor] = []
         self._out_features = [part.rows for part in parts]
         self._fp32: PackedLinear | None = None
-        self.weight = None
+        self.register_buffer("weight", None, persistent=False)
         cpu_bias = None if bias is None else bias.detach().to(device=device, dtype=torch.float32)
         qtypes = {part.qtype for part in parts}
         if self._kernels is not None and qtypes <= PACKABLE_TYPES:
