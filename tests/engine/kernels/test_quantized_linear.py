@@ -26,7 +26,8 @@ from engine.layers.block_tensor import BlockTensor
 from engine.layers.quantized_linear import TORCH_PATH, QuantizedEmbedding, QuantizedLinear
 
 T = GGMLQuantizationType
-INT_TYPES = (T.Q4_0, T.Q4_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K)
+INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K)
+QUANTIZABLE = frozenset({T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0})
 HALF_TYPES = (T.BF16, T.F16)
 _CPU_FLAGS = frozenset(
     next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -57,13 +58,13 @@ def _require_isa(qtype: GGMLQuantizationType, isa: Isa) -> None:
 
 
 def make_weight(qtype: GGMLQuantizationType, rows: int, cols: int, seed: int) -> BlockTensor:
-    """Q4_0/Q4_1/Q8_0 and the half types from gguf's quantizer; K-quants as random valid
+    """Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and the half types from gguf's quantizer; K-quants as random valid
     blocks (random bytes under small positive fp16 super-block scales)."""
     rng = np.random.default_rng(seed)
     if qtype in HALF_TYPES:
         dtype = torch.bfloat16 if qtype == T.BF16 else torch.float16
         return BlockTensor(qtype, rows, cols, torch.from_numpy(rng.standard_normal((rows, cols), np.float32)).to(dtype))
-    if qtype in (T.Q4_0, T.Q4_1, T.Q8_0):
+    if qtype in QUANTIZABLE:
         data = quantize(rng.standard_normal((rows, cols), np.float32), qtype)
         return BlockTensor(qtype, rows, cols, torch.from_numpy(data))
     block_size, type_size = GGML_QUANT_SIZES[qtype]

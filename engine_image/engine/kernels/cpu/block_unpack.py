@@ -1,7 +1,7 @@
 """GGUF blocks as unsigned integer quants with a float scale and min per group: ``w = scale * q + min``.
 
 Every block type the CPU kernels take reads this way without loss: Q4_0 (``min = -8 d``), Q4_1,
-Q8_0 (``q + 128``, ``min = -128 d``) and the K-quants, whose 6- or 8-bit sub-block scales times
+Q5_0 (``min = -16 d``), Q5_1 (llama.cpp's stand-ins for Q4_K/Q5_K in rows not a multiple of 256), Q8_0 (``q + 128``, ``min = -128 d``) and the K-quants, whose 6- or 8-bit sub-block scales times
 the fp16 super-block scale are exact in float32. The bit layouts mirror the ``gguf`` package's
 dequantizers, which the tests hold these against.
 """
@@ -17,6 +17,8 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 GROUP_SIZE = {
     GGMLQuantizationType.Q4_0: 32,
     GGMLQuantizationType.Q4_1: 32,
+    GGMLQuantizationType.Q5_0: 32,
+    GGMLQuantizationType.Q5_1: 32,
     GGMLQuantizationType.Q8_0: 32,
     GGMLQuantizationType.Q4_K: 32,
     GGMLQuantizationType.Q5_K: 32,
@@ -26,6 +28,8 @@ GROUP_SIZE = {
 MAX_QUANT = {
     GGMLQuantizationType.Q4_0: 15,
     GGMLQuantizationType.Q4_1: 15,
+    GGMLQuantizationType.Q5_0: 31,
+    GGMLQuantizationType.Q5_1: 31,
     GGMLQuantizationType.Q8_0: 255,
     GGMLQuantizationType.Q4_K: 15,
     GGMLQuantizationType.Q5_K: 31,
@@ -74,6 +78,21 @@ def _q4_1(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _nibbles(blocks[:, 4:], len(blocks), 16), _fp16(blocks[:, :2]), _fp16(blocks[:, 2:4])
 
 
+def _five_bits(blocks: np.ndarray) -> np.ndarray:
+    """Q5_0/Q5_1: the 32 high bits (one little-endian uint32) over the nibbles after them."""
+    qh = np.ascontiguousarray(blocks[:, -20:-16]).view(np.uint32) >> np.arange(32, dtype=np.uint32)
+    return _nibbles(blocks[:, -16:], len(blocks), 16) | ((qh & np.uint32(1)).astype(np.uint8) << np.uint8(4))
+
+
+def _q5_0(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    d = _fp16(blocks[:, :2])
+    return _five_bits(blocks), d, -16 * d
+
+
+def _q5_1(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _five_bits(blocks), _fp16(blocks[:, :2]), _fp16(blocks[:, 2:4])
+
+
 def _q8_0(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     d = _fp16(blocks[:, :2])
     return blocks[:, 2:] ^ np.uint8(0x80), d, -128 * d
@@ -114,6 +133,8 @@ def _q6_k(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _UNPACKERS = {
     GGMLQuantizationType.Q4_0: _q4_0,
     GGMLQuantizationType.Q4_1: _q4_1,
+    GGMLQuantizationType.Q5_0: _q5_0,
+    GGMLQuantizationType.Q5_1: _q5_1,
     GGMLQuantizationType.Q8_0: _q8_0,
     GGMLQuantizationType.Q4_K: _q4_k,
     GGMLQuantizationType.Q5_K: _q5_k,
