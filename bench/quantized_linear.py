@@ -46,6 +46,11 @@ def weight(qtype: GGMLQuantizationType, rows: int, cols: int) -> BlockTensor:
         return BlockTensor(qtype, rows, cols, torch.from_numpy(data))
     block_size, type_size = GGML_QUANT_SIZES[qtype]
     blocks = rng.integers(0, 256, (rows * cols // block_size, type_size), dtype=np.uint8)
+    scales = (rng.random((len(blocks), 2)) * 0.01 + 1e-3).astype(np.float16).view(np.uint8)
+    if qtype == GGMLQuantizationType.Q6_K:
+        blocks[:, -2:] = scales[:, :2]  # d
+    else:
+        blocks[:, :4] = scales  # d, dmin
     return BlockTensor(qtype, rows, cols, torch.from_numpy(blocks.reshape(rows, -1)))
 
 

@@ -120,6 +120,10 @@ class QuantizedLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.weight is not None:
             return F.linear(x.to(self.weight.dtype), self.weight, self.bias).to(x.dtype)
+        # NOTE: the decode step's common case (a float32 matrix) goes straight to the kernel:
+        # at one row the Python around it costs as much as the multiplication.
+        if x.dim() == 2 and x.dtype == torch.float32 and x.stride(1) == 1 and self._fp32 is None:
+            return quantized_linear(self._kernels, x, self._panels, self._formats, self._out_features, self.bias, self._isa)
         rows = x.reshape(-1, self.in_features).float()
         if rows.stride(-1) != 1:
             rows = rows.contiguous()

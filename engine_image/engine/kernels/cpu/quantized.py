@@ -114,7 +114,7 @@ def quantized_linear(
     isa: Isa,
 ) -> torch.Tensor:
     """``x`` float32 [M, K] (rows contiguous) times the parts stacked along the output."""
-    out: torch.Tensor = kernels.quantized_linear(x, panels, [int(f) for f in formats], out_features, bias, int(isa))
+    out: torch.Tensor = kernels.quantized_linear(x, panels, formats, out_features, bias, isa)
     return out
 
 

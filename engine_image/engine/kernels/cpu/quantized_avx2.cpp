@@ -107,8 +107,9 @@ template <int MR>
 GOMGR_TARGET_AVX2 void bf16_tile(const float* x, int64_t ldx, int64_t K2, int64_t m0, const uint8_t* panel,
                                  const float* bias, float* y, int64_t ldy, int64_t cols) {
   const __m256i high16 = _mm256_set1_epi32(int(0xFFFF0000u));
-  __m256 acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  // NOTE: even and odd k in separate accumulators: twice the dependency chains for few rows.
+  __m256 acc[MR][2], odd_acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = odd_acc[r][0] = odd_acc[r][1] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K2; ++k) {
     for (int h = 0; h < 2; ++h) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 64 * k + 32 * h));
@@ -117,28 +118,46 @@ GOMGR_TARGET_AVX2 void bf16_tile(const float* x, int64_t ldx, int64_t K2, int64_
       for (int r = 0; r < MR; ++r) {
         const float* xr = x + (m0 + r) * ldx + 2 * k;
         acc[r][h] = _mm256_fmadd_ps(even, _mm256_set1_ps(xr[0]), acc[r][h]);
-        acc[r][h] = _mm256_fmadd_ps(odd, _mm256_set1_ps(xr[1]), acc[r][h]);
+        odd_acc[r][h] = _mm256_fmadd_ps(odd, _mm256_set1_ps(xr[1]), odd_acc[r][h]);
       }
     }
   }
+  for (int r = 0; r < MR; ++r)
+    for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_add_ps(acc[r][h], odd_acc[r][h]);
   store_tile<MR>(acc, m0, bias, y, ldy, cols);
+}
+
+template <int MR, int U>
+GOMGR_TARGET_AVX2 inline void f16_step(const float* x, int64_t ldx, int64_t m0, const uint8_t* panel, int64_t k, int u,
+                                       __m256 (&acc)[MR][2][U]) {
+  const __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + 32 * k)));
+  const __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + 32 * k + 16)));
+  for (int r = 0; r < MR; ++r) {
+    const __m256 a = _mm256_set1_ps(x[(m0 + r) * ldx + k]);
+    acc[r][0][u] = _mm256_fmadd_ps(w0, a, acc[r][0][u]);
+    acc[r][1][u] = _mm256_fmadd_ps(w1, a, acc[r][1][u]);
+  }
 }
 
 template <int MR>
 GOMGR_TARGET_AVX2 void f16_tile(const float* x, int64_t ldx, int64_t K, int64_t m0, const uint8_t* panel,
                                 const float* bias, float* y, int64_t ldy, int64_t cols) {
-  __m256 acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < K; ++k) {
-    const __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + 32 * k)));
-    const __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + 32 * k + 16)));
-    for (int r = 0; r < MR; ++r) {
-      const __m256 a = _mm256_set1_ps(x[(m0 + r) * ldx + k]);
-      acc[r][0] = _mm256_fmadd_ps(w0, a, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(w1, a, acc[r][1]);
+  // NOTE: few rows make few dependency chains: those take U k into U accumulators each.
+  constexpr int U = MR >= 4 ? 1 : MR >= 2 ? 2 : 4;
+  __m256 acc[MR][2][U];
+  for (int r = 0; r < MR; ++r)
+    for (int u = 0; u < U; ++u) acc[r][0][u] = acc[r][1][u] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + U <= K; k += U)
+    for (int u = 0; u < U; ++u) f16_step<MR, U>(x, ldx, m0, panel, k + u, u, acc);
+  for (; k < K; ++k) f16_step<MR, U>(x, ldx, m0, panel, k, 0, acc);
+  __m256 sum[MR][2];
+  for (int r = 0; r < MR; ++r)
+    for (int h = 0; h < 2; ++h) {
+      sum[r][h] = acc[r][h][0];
+      for (int u = 1; u < U; ++u) sum[r][h] = _mm256_add_ps(sum[r][h], acc[r][h][u]);
     }
-  }
-  store_tile<MR>(acc, m0, bias, y, ldy, cols);
+  store_tile<MR>(sum, m0, bias, y, ldy, cols);
 }
 
 // Runs TILE<MR> over rows in tiles of kRowTile, then the remainder.

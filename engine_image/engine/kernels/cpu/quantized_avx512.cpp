@@ -85,15 +85,29 @@ GOMGR_TARGET_VNNI void int_rows(const Int8Rows& x, int64_t m0, int64_t rows, con
 template <int MR>
 GOMGR_TARGET_BF16 void bf16_tile(const uint32_t* xb, int64_t K2, int64_t m0, const uint8_t* panel, const float* bias,
                                  float* y, int64_t ldy, __mmask16 mask) {
-  __m512 acc[MR];
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < K2; ++k) {
+  // NOTE: few rows make few dependency chains: those take U k-pairs into U accumulators each.
+  constexpr int U = MR >= kHalfRowTile ? 1 : MR >= 4 ? 2 : 4;
+  __m512 acc[MR][U];
+  for (int r = 0; r < MR; ++r)
+    for (int u = 0; u < U; ++u) acc[r][u] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + U <= K2; k += U)
+    for (int u = 0; u < U; ++u) {
+      const __m512bh w = (__m512bh)_mm512_loadu_si512(panel + 64 * (k + u));
+      for (int r = 0; r < MR; ++r)
+        acc[r][u] = _mm512_dpbf16_ps(acc[r][u], w, (__m512bh)_mm512_set1_epi32(xb[(m0 + r) * K2 + k + u]));
+    }
+  for (; k < K2; ++k) {
     const __m512bh w = (__m512bh)_mm512_loadu_si512(panel + 64 * k);
     for (int r = 0; r < MR; ++r)
-      acc[r] = _mm512_dpbf16_ps(acc[r], w, (__m512bh)_mm512_set1_epi32(xb[(m0 + r) * K2 + k]));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], w, (__m512bh)_mm512_set1_epi32(xb[(m0 + r) * K2 + k]));
   }
   const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
-  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (m0 + r) * ldy, mask, _mm512_add_ps(acc[r], b));
+  for (int r = 0; r < MR; ++r) {
+    __m512 sum = b;
+    for (int u = 0; u < U; ++u) sum = _mm512_add_ps(sum, acc[r][u]);
+    _mm512_mask_storeu_ps(y + (m0 + r) * ldy, mask, sum);
+  }
 }
 
 inline __mmask16 column_mask(int64_t cols) {
@@ -111,6 +125,19 @@ GOMGR_TARGET_VNNI void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int6
     case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, mask); break;
     default: break;
+  }
+}
+
+GOMGR_TARGET_BF16 void bf16_rows_avx512(const float* x, int64_t ldx, int64_t M, int64_t K, uint16_t* out) {
+  const int64_t width = (K + 1) / 2 * 2;
+  for (int64_t m = 0; m < M; ++m) {
+    uint16_t* row = out + m * width;
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + k), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + m * ldx + k)));
+    const __mmask16 tail = __mmask16((1u << (K - k)) - 1);
+    const __m256i last = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail, x + m * ldx + k));
+    _mm256_mask_storeu_epi16(row + k, __mmask16((1u << (width - k)) - 1), last);
   }
 }
 
