@@ -81,8 +81,8 @@ def _q4_1(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _five_bits(blocks: np.ndarray) -> np.ndarray:
     """Q5_0/Q5_1: the 32 high bits (one little-endian uint32) over the nibbles after them."""
     qh = np.ascontiguousarray(blocks[:, -20:-16]).view(np.uint32) >> np.arange(32, dtype=np.uint32)
-    high: np.ndarray = (qh & np.uint32(1)).astype(np.uint8) << np.uint8(4)
-    return _nibbles(blocks[:, -16:], len(blocks), 16) | high
+    quants: np.ndarray = _nibbles(blocks[:, -16:], len(blocks), 16) | ((qh & np.uint32(1)).astype(np.uint8) << np.uint8(4))
+    return quants
 
 
 def _q5_0(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
