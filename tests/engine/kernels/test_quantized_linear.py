@@ -11,8 +11,6 @@ Two references, two tolerances:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -24,16 +22,12 @@ from engine.kernels.cpu.quantized import Isa, quantize_activations
 from engine.layers import quantized_linear
 from engine.layers.block_tensor import BlockTensor
 from engine.layers.quantized_linear import TORCH_PATH, QuantizedEmbedding, QuantizedLinear
+from tests.engine.kernels.cpu_features import CPU_FLAGS, require_cpu
 
 T = GGMLQuantizationType
 INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K)
 QUANTIZABLE = frozenset({T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0})
 HALF_TYPES = (T.BF16, T.F16)
-_CPU_FLAGS = frozenset(
-    next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-          if line.startswith("flags")), [])
-)
-
 
 @pytest.fixture(scope="module")
 def kernels():
@@ -42,19 +36,13 @@ def kernels():
     return loaded
 
 
-def _require(*flags: str) -> None:
-    missing = [flag for flag in flags if flag not in _CPU_FLAGS]
-    if missing:
-        pytest.skip(f"this path needs a CPU with {', '.join(missing)}")
-
-
 def _require_isa(qtype: GGMLQuantizationType, isa: Isa) -> None:
     if isa == Isa.AVX512 and qtype == T.BF16:
-        _require("avx512f", "avx512_bf16")
+        require_cpu("avx512f", "avx512_bf16")
     elif isa == Isa.AVX512 and qtype in INT_TYPES:
-        _require("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
+        require_cpu("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
     else:
-        _require("avx2", "fma", "f16c")
+        require_cpu("avx2", "fma", "f16c")
 
 
 def make_weight(qtype: GGMLQuantizationType, rows: int, cols: int, seed: int) -> BlockTensor:
@@ -174,7 +162,7 @@ def test_tied_head_shares_the_embedding_panels(kernels) -> None:
 
 
 def test_forcing_a_path_the_cpu_lacks_names_the_feature(kernels) -> None:
-    if "avx512_vnni" in _CPU_FLAGS:
+    if "avx512_vnni" in CPU_FLAGS:
         pytest.skip("this CPU has avx512_vnni: every path runs here")
     with pytest.raises(RuntimeError, match="avx512_vnni"):
         QuantizedLinear([make_weight(T.Q4_0, 16, 64, 0)], isa=Isa.AVX512)
