@@ -18,7 +18,7 @@
 namespace gomgr_quant {
 namespace {
 
-constexpr int kIntRowTile = 4;
+constexpr int kIntRowTile = 8;
 // NOTE: eight independent accumulators hide vdpbf16ps's latency (one chain per row).
 constexpr int kHalfRowTile = 8;
 
@@ -75,6 +75,10 @@ GOMGR_TARGET_VNNI void int_rows(const Int8Rows& x, int64_t m0, int64_t rows, con
   int64_t r = 0;
   for (; r + kIntRowTile <= rows; r += kIntRowTile) int_tile<kIntRowTile, F>(x, m0 + r, panel, bias, y, ldy, mask);
   switch (rows - r) {
+    case 7: int_tile<7, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 6: int_tile<6, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 5: int_tile<5, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 4: int_tile<4, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
     case 3: int_tile<3, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
     case 2: int_tile<2, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
     case 1: int_tile<1, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
