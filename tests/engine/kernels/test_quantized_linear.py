@@ -188,3 +188,14 @@ def test_torch_fallback_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> 
     torch.testing.assert_close(layer(x), x @ weight.T + bias, rtol=1e-5, atol=1e-4)
     embedding = QuantizedEmbedding(parts[0])
     torch.testing.assert_close(embedding(torch.tensor([3, 19])), parts[0].dequantize()[[3, 19]], rtol=0, atol=0)
+
+
+def test_tall_weights_are_packed_a_slice_of_rows_at_a_time(kernels) -> None:
+    """Past 4,096 rows the packing goes slice by slice; the rows come out as one weight."""
+    weight = make_weight(T.Q4_1, 4096 + 37, 64, seed=9)
+    embedding = QuantizedEmbedding(weight)
+    ids = torch.tensor([0, 4095, 4096, 4132, 17])
+    torch.testing.assert_close(embedding(ids), weight.dequantize()[ids], rtol=0, atol=0)
+    x = torch.randn(2, 64)
+    _check(embedding.as_linear()(x), _rounded_activations(kernels, x, T.Q4_1, Isa.BEST), x, weight.dequantize(), None,
+           _rounding_bound(x, T.Q4_1, Isa.BEST))

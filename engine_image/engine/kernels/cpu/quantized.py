@@ -19,6 +19,8 @@ from engine.kernels.cpu.block_unpack import GROUP_SIZE, MAX_QUANT, unpack_blocks
 
 # NOTE: output columns per panel, as quantized.h's kCols.
 PANEL_COLUMNS = 16
+# NOTE: rows unpacked at a time when packing (whole panels).
+_PACK_ROWS = 256 * PANEL_COLUMNS
 # NOTE: "avx2" or "avx512" forces that kernel family for every GGUF layer (testing, comparing).
 ISA_ENV = "GOMGR_CPU_QUANT_ISA"
 
@@ -74,7 +76,19 @@ def _padded_rows(t: torch.Tensor) -> torch.Tensor:
 
 
 def pack_blocks(data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int) -> torch.Tensor:
-    """GGUF blocks uint8 ``[rows, row_bytes]`` as the int kernels' panels (uint8, 1-D)."""
+    """GGUF blocks uint8 ``[rows, row_bytes]`` as the int kernels' panels (uint8, 1-D).
+
+    NOTE: a slice of rows at a time: the unpacked intermediates (a byte per weight and more)
+    of a whole embedding table would add tens of MB to the load's peak memory.
+    """
+    chunks = [
+        _pack_rows(data[start : start + _PACK_ROWS], qtype, min(_PACK_ROWS, rows - start), cols)
+        for start in range(0, rows, _PACK_ROWS)
+    ]
+    return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+
+
+def _pack_rows(data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int) -> torch.Tensor:
     unpacked = unpack_blocks(data.numpy(), qtype, rows, cols)
     group = GROUP_SIZE[qtype]
     groups, steps = cols // group, group // 4
