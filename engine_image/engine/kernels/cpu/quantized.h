@@ -19,7 +19,7 @@ constexpr int64_t kActBlock = 32;  // activation values sharing one int8 scale
 
 enum Format : int64_t {
   kNibble32 = 0,  // 4-bit quants, groups of 32 (Q4_0, Q4_1, Q4_K)
-  kByte32 = 1,    // quants <= 63, groups of 32 (Q5_K)
+  kByte32 = 1,    // quants <= 63, groups of 32 (Q5_0, Q5_1, Q5_K)
   kByte16 = 2,    // quants <= 63, groups of 16 (Q6_K)
   kFull32 = 3,    // quants up to 255, groups of 32 (Q8_0)
   kBF16 = 4,
