@@ -46,26 +46,33 @@ GOMGR_TARGET_AVX2 inline void store_tile(__m256 (&acc)[MR][2], int64_t m0, const
     store_columns(y + (m0 + r) * ldy, _mm256_add_ps(acc[r][0], b[0]), _mm256_add_ps(acc[r][1], b[1]), cols);
 }
 
+template <bool kHalf>
+GOMGR_TARGET_AVX2 inline __m256 load_scales(const uint8_t* p) {
+  if constexpr (kHalf) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+}
+
 template <int MR, Format F>
 GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* panel, const float* bias, float* y,
                                 int64_t ldy, int64_t cols) {
-  constexpr int64_t G = F == kByte16 ? 16 : 32;
+  constexpr Format Q = quant_format(F);
+  constexpr int64_t G = group_size(F);
   constexpr int kSteps = G / 4;
-  constexpr int64_t kGroupBytes = 2 * kCols * 4 + G * kCols / (F == kNibble32 ? 2 : 1);
+  constexpr int64_t kGroupBytes = group_bytes(F);
   const int64_t groups = x.K / G, blocks = x.K / kActBlock;
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
   __m256 acc[MR][2];
   for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* gp = panel + g * kGroupBytes;
-    const uint8_t* quants = gp + 8 * kCols;
+    const uint8_t* quants = gp + 2 * kCols * scale_bytes(F);
     const int64_t k0 = g * G;
     for (int h = 0; h < 2; ++h) {
-      const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(gp) + 8 * h);
-      __m256 minimum = _mm256_loadu_ps(reinterpret_cast<const float*>(gp) + kCols + 8 * h);
-      if constexpr (F == kFull32) minimum = _mm256_fmadd_ps(_mm256_set1_ps(128.f), scale, minimum);
+      const __m256 scale = load_scales<half_scales(F)>(gp + 8 * h * scale_bytes(F));
+      __m256 minimum = load_scales<half_scales(F)>(gp + (kCols + 8 * h) * scale_bytes(F));
+      if constexpr (Q == kFull32) minimum = _mm256_fmadd_ps(_mm256_set1_ps(128.f), scale, minimum);
       __m256i w[kSteps];
-      if constexpr (F == kNibble32) {
+      if constexpr (Q == kNibble32) {
         for (int i = 0; i < 4; ++i) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * i + 32 * h));
           w[i] = _mm256_and_si256(v, low4);
@@ -74,7 +81,7 @@ GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
       } else {
         for (int t = 0; t < kSteps; ++t)
           w[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * t + 32 * h));
-        if constexpr (F == kFull32)
+        if constexpr (Q == kFull32)
           for (int t = 0; t < kSteps; ++t) w[t] = _mm256_xor_si256(w[t], flip);
       }
       for (int r = 0; r < MR; ++r) {
@@ -86,7 +93,7 @@ GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
           std::memcpy(&four, xq + 4 * t, 4);
           const __m256i xv = _mm256_set1_epi32(four);
           __m256i pairs;
-          if constexpr (F == kFull32)
+          if constexpr (Q == kFull32)
             pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w[t]), _mm256_sign_epi8(xv, w[t]));
           else
             pairs = _mm256_maddubs_epi16(w[t], xv);
@@ -195,6 +202,9 @@ GOMGR_TARGET_AVX2 void int_panel_avx2(const Int8Rows& x, int64_t m0, int64_t row
     case kByte32: int_rows<kByte32>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kByte32Half: int_rows<kByte32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
     default: break;
   }
 }
