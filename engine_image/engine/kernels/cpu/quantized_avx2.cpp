@@ -114,24 +114,34 @@ template <int MR>
 GOMGR_TARGET_AVX2 void bf16_tile(const float* x, int64_t ldx, int64_t K2, int64_t m0, const uint8_t* panel,
                                  const float* bias, float* y, int64_t ldy, int64_t cols) {
   const __m256i high16 = _mm256_set1_epi32(int(0xFFFF0000u));
-  // NOTE: even and odd k in separate accumulators: twice the dependency chains for few rows.
-  __m256 acc[MR][2], odd_acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = odd_acc[r][0] = odd_acc[r][1] = _mm256_setzero_ps();
+  // NOTE: one row alone gets its odd k in separate accumulators (twice the dependency
+  // chains); more rows have chains enough, and 16 more registers would spill.
+  constexpr int kOdd = MR == 1 ? 1 : 0;
+  __m256 acc[MR][2][1 + kOdd];
+  for (int r = 0; r < MR; ++r)
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i <= kOdd; ++i) acc[r][h][i] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K2; ++k) {
+    __m256 even[2], odd[2];
     for (int h = 0; h < 2; ++h) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 64 * k + 32 * h));
-      const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-      const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(v, high16));
-      for (int r = 0; r < MR; ++r) {
-        const float* xr = x + (m0 + r) * ldx + 2 * k;
-        acc[r][h] = _mm256_fmadd_ps(even, _mm256_set1_ps(xr[0]), acc[r][h]);
-        odd_acc[r][h] = _mm256_fmadd_ps(odd, _mm256_set1_ps(xr[1]), odd_acc[r][h]);
+      even[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+      odd[h] = _mm256_castsi256_ps(_mm256_and_si256(v, high16));
+    }
+    // NOTE: both column halves under one pair of broadcasts per row.
+    for (int r = 0; r < MR; ++r) {
+      const float* xr = x + (m0 + r) * ldx + 2 * k;
+      const __m256 xe = _mm256_set1_ps(xr[0]), xo = _mm256_set1_ps(xr[1]);
+      for (int h = 0; h < 2; ++h) {
+        acc[r][h][0] = _mm256_fmadd_ps(even[h], xe, acc[r][h][0]);
+        acc[r][h][kOdd] = _mm256_fmadd_ps(odd[h], xo, acc[r][h][kOdd]);
       }
     }
   }
+  __m256 sum[MR][2];
   for (int r = 0; r < MR; ++r)
-    for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_add_ps(acc[r][h], odd_acc[r][h]);
-  store_tile<MR>(acc, m0, bias, y, ldy, cols);
+    for (int h = 0; h < 2; ++h) sum[r][h] = kOdd ? _mm256_add_ps(acc[r][h][0], acc[r][h][kOdd]) : acc[r][h][0];
+  store_tile<MR>(sum, m0, bias, y, ldy, cols);
 }
 
 template <int MR, int U>
