@@ -72,7 +72,6 @@ def serve(args: ServerArgs) -> None:
             # NOTE: the children load the same files; a child's one-line report says why first.
             supervisor.wait_ready(START_TIMEOUT_S)
             raise
-        tokenizer_manager = TokenizerManager(port_args, args.batch_notify_size)
         infos = supervisor.wait_ready(START_TIMEOUT_S)
     except (ChildStartError, KeyboardInterrupt) as err:
         supervisor.stop()
@@ -83,7 +82,8 @@ def serve(args: ServerArgs) -> None:
     ctx = ServerContext(
         args=args,
         tokenizer=tokenizer,
-        tokenizer_manager=tokenizer_manager,
+        # NOTE: once the scheduler listens, so its socket connects at once, not on a retry.
+        tokenizer_manager=TokenizerManager(port_args, args.batch_notify_size),
         hf_config=json.loads((Path(args.model_path) / "config.json").read_text()),
         context_length=scheduler_info.context_length,
         max_total_tokens=scheduler_info.max_total_tokens,
