@@ -42,8 +42,11 @@ FILE_TYPES = {
     Q.Q4_K: LlamaFileType.MOSTLY_Q4_K_S,
     Q.Q5_K: LlamaFileType.MOSTLY_Q5_K_S,
     Q.Q6_K: LlamaFileType.MOSTLY_Q6_K,
-    Q.Q5_0: LlamaFileType.MOSTLY_Q5_0,  # a type the engine refuses
+    Q.TQ1_0: LlamaFileType.MOSTLY_TQ1_0,  # a type the engine refuses
 }
+# NOTE: llama.cpp's type for rows that are no whole 256-value super-blocks in a K-type file
+# (llama_tensor_get_type's fallback; SmolLM2's 576-wide rows).
+K_FALLBACK = {Q.Q4_K: Q.Q5_0, Q.Q5_K: Q.Q5_1, Q.Q6_K: Q.Q8_0}
 # Hugging Face name part → GGUF name part (llama.cpp's tensor names).
 _NAMES = (
     ("model.embed_tokens.", "token_embd."),
@@ -80,8 +83,8 @@ def bundled_smollm2_gguf() -> Path:
 
 
 def smollm2_gguf(qtype: GGMLQuantizationType, store_dir: Path) -> Path:
-    """SmolLM2-135M-Instruct in ``qtype`` (1-D norms stay F32; K-type files fall back to Q8_0
-    for rows that are no whole 256-value super-blocks, as llama.cpp falls back to another type)."""
+    """SmolLM2-135M-Instruct in ``qtype`` (1-D norms stay F32; in K-type files, rows that are
+    no whole 256-value super-blocks take llama.cpp's fallback type, K_FALLBACK)."""
     target = CACHE_DIR / f"SmolLM2-135M-Instruct.{qtype.name}.gguf"
     if not target.is_file():
         bundled = GGUFReader(bundled_smollm2_gguf(), "r")
@@ -106,8 +109,8 @@ def smollm2_gguf(qtype: GGMLQuantizationType, store_dir: Path) -> Path:
 def tiny_gguf(arch: str, qtype: GGMLQuantizationType) -> Path:
     """A 2-layer random-weight ``qwen2`` or ``qwen3`` model in ``qtype``, with SmolLM2's tokenizer.
 
-    NOTE: hidden 256 and MLP 512, so every matrix but the embedding (Q8_0 in K-type files)
-    is whole K super-blocks: K types cover each projection here.
+    NOTE: hidden 256 and MLP 512: every matrix is whole K super-blocks, so K types cover
+    each projection and the embedding here.
     """
     target = CACHE_DIR / f"tiny-{arch}.{qtype.name}.gguf"
     if target.is_file():
@@ -176,7 +179,7 @@ def tensor_type(array: np.ndarray, qtype: GGMLQuantizationType) -> GGMLQuantizat
     if array.ndim == 1:
         return Q.F32
     if qtype in K_TYPES and array.shape[1] % QK_K:
-        return Q.Q8_0
+        return K_FALLBACK[qtype]
     return qtype
 
 

@@ -18,8 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gguf import GGUFReader
-
+from engine.gguf.header import read_header
 from engine.gguf.hparams import hf_config
 from engine.gguf.location import gguf_file
 
@@ -59,7 +58,7 @@ def _convert(path: Path, target: Path) -> None:
     from transformers import AutoTokenizer
 
     started = time.monotonic()
-    config = hf_config(GGUFReader(path, "r"))
+    config = hf_config(read_header(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
     try:

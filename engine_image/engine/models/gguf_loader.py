@@ -53,6 +53,8 @@ def load_gguf_weights(
     for index, layer in enumerate(model.layers):
         assert isinstance(layer, DecoderLayer), "a Llama-family model is a stack of DecoderLayers"
         _load_layer(layer, f"blk.{index}", place)
+        # NOTE: once the layer's blocks are repacked, its pages of the file need not stay resident.
+        weights.release_pages()
     place.norm(model.norm, "output_norm.weight")
     model.lm_head = place.linear(["output"]) if "output.weight" in weights else embedding.as_linear()
     # NOTE: the config already holds the rotary frequency divisors (``rope_freqs``).

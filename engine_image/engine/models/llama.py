@@ -153,8 +153,12 @@ class LlamaFamilyForCausalLM(nn.Module):
         super().__init__()
         self.config = config
         self.rotary = rotary
-        # NOTE: the GGUF loader puts a QuantizedEmbedding here, and always sets lm_head.
-        self.embed_tokens: nn.Embedding | QuantizedEmbedding = nn.Embedding(config.vocab_size, config.hidden_size)
+        # NOTE: the GGUF loader puts a QuantizedEmbedding here, and always sets lm_head. The
+        # weight is given, so no random init runs: on the meta device nn.Embedding's normal_
+        # imports triton through torch's Python kernels (~40 MiB resident for nothing).
+        self.embed_tokens: nn.Embedding | QuantizedEmbedding = nn.Embedding(
+            config.vocab_size, config.hidden_size, _weight=torch.empty(config.vocab_size, config.hidden_size)
+        )
         self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         # NOTE: pack_for_cpu swaps the head (the tied one included) for a PackedLinear.

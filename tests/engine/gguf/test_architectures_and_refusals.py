@@ -21,8 +21,11 @@ pytestmark = pytest.mark.slow
 
 Q = GGMLQuantizationType
 MAX_NEW = 8
-MIN_MARGIN = 0.2
-LOGPROB_TOLERANCE = 0.05
+# NOTE: as in test_greedy_matches_transformers.py (int8 activations, measured there).
+MIN_MARGIN = 1.0
+LOGPROB_TOLERANCE = 0.5
+MEAN_LOGPROB_TOLERANCE = 0.06
+MIN_AGREED = 0.5
 PROMPTS = [[1, 504, 2365, 3421, 30], [42, 7, 9001, 12, 33, 5], [4093, 314, 2253], [17, 18, 19, 20, 21, 22, 23]]
 
 
@@ -39,9 +42,10 @@ def test_tiny_qwen_greedy_equals_transformers(arch: str, qtype: GGMLQuantization
     )
     assert isinstance(results, list)
     comparison = compare(results, transformers_greedy(gguf, PROMPTS, MAX_NEW), MIN_MARGIN)
-    assert not comparison.mismatches, comparison.mismatches
-    assert comparison.compared_steps >= 0.5 * comparison.total_steps, comparison
+    assert not comparison.errors, comparison.errors
+    assert comparison.agreed_steps >= MIN_AGREED * comparison.total_steps, comparison
     assert comparison.max_logprob_error <= LOGPROB_TOLERANCE, comparison
+    assert comparison.mean_logprob_error <= MEAN_LOGPROB_TOLERANCE, comparison
 
 
 def _refusals(tmp_path: Path) -> dict[str, tuple[Path, str]]:
@@ -60,10 +64,10 @@ def _refusals(tmp_path: Path) -> dict[str, tuple[Path, str]]:
             "GGUF mixture-of-experts models are not supported (llama with 8 experts)",
         ),
         "quant-type": (
-            tiny_gguf("qwen2", Q.Q5_0),
+            tiny_gguf("qwen2", Q.TQ1_0),
             (
-                "GGUF quant type Q5_0 in tiny-qwen2.Q5_0.gguf is not supported "
-                "(supported: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16, F32)"
+                "GGUF quant type TQ1_0 in tiny-qwen2.TQ1_0.gguf is not supported "
+                "(supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16)"
             ),
         ),
         "several-files": (several, f"{several} holds several GGUF files (a.gguf, b.gguf); name one with --model-path"),
