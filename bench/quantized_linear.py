@@ -1,6 +1,6 @@
 """The quantized CPU linear kernels against our fp32 PackedLinear, on SmolLM2-135M's shapes.
 
-    python -m bench.quantized_linear [--rows 1 8 32] [--types Q4_0 Q8_0 ...] [--seconds 0.3]
+    python -m bench.quantized_linear [--rows 1 8 32] [--types Q4_0 Q8_0 ...] [--seconds 0.3] [--threads N]
 
 Per shape (out x in), row count and GGUF type, each kernel path this CPU runs (forced: AVX2,
 AVX-512) is timed as the median of 5 runs of enough calls to fill ``--seconds``, and
@@ -81,7 +81,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--types", nargs="+", default=list(TYPES), choices=TYPES)
     parser.add_argument("--seconds", type=float, default=0.3)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch threads (default: torch's)")
     args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
     kernels = load_cpu_kernels()
     if kernels is None:
         raise SystemExit("the CPU kernels did not build: nothing to compare")

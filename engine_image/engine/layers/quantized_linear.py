@@ -48,9 +48,9 @@ def _check_parts(parts: Sequence[BlockTensor]) -> int:
     return parts[0].cols
 
 
-def _pack(part: BlockTensor) -> torch.Tensor:
+def _pack(part: BlockTensor) -> tuple[torch.Tensor, PackedFormat]:
     if part.qtype in (GGMLQuantizationType.BF16, GGMLQuantizationType.F16):
-        return pack_half(part.data)
+        return pack_half(part.data), packed_format(part.qtype)
     return pack_blocks(part.data, part.qtype, part.rows, part.cols)
 
 
@@ -89,8 +89,9 @@ class QuantizedLinear(nn.Module):
         cpu_bias = None if bias is None else bias.detach().to(device=device, dtype=torch.float32)
         qtypes = {part.qtype for part in parts}
         if self._kernels is not None and qtypes <= PACKABLE_TYPES:
-            self._formats = [packed_format(part.qtype) for part in parts]
-            self._panels = [_pack(part) for part in parts]
+            packed_parts = [_pack(part) for part in parts]
+            self._panels = [panels for panels, _ in packed_parts]
+            self._formats = [fmt for _, fmt in packed_parts]
             names = dict.fromkeys(kernel_name(self._kernels, f, self._isa) for f in self._formats)
             self.kernel_path = " + ".join(names)
             self.weight_bytes = sum(p.numel() for p in self._panels)

@@ -18,7 +18,7 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import quantize
 
 from engine.kernels.cpu import load_cpu_kernels
-from engine.kernels.cpu.quantized import Isa, quantize_activations
+from engine.kernels.cpu.quantized import Isa, PackedFormat, quantize_activations
 from engine.layers import quantized_linear
 from engine.layers.block_tensor import BlockTensor
 from engine.layers.quantized_linear import TORCH_PATH, QuantizedEmbedding, QuantizedLinear
@@ -154,8 +154,8 @@ def test_tied_head_shares_the_embedding_panels(kernels) -> None:
     head = embedding.as_linear()
     (panels, _), = head.packed_parts
     assert head.weight_bytes == panels.numel()
-    # NOTE: 8-bit quants plus a float32 scale and min per 32 weights: 10 bits per weight.
-    assert head.weight_bytes == 48 * 256 * 10 // 8  # 40 rows padded to 3 panels of 16
+    # NOTE: 8-bit quants plus an fp16 scale and min per 32 weights: 9 bits per weight.
+    assert head.weight_bytes == 48 * 256 * 9 // 8  # 40 rows padded to 3 panels of 16
     x = torch.randn(2, 256)
     _check(head(x), _rounded_activations(kernels, x, T.Q8_0, Isa.BEST), x, weight.dequantize(), None,
            _rounding_bound(x, T.Q8_0, Isa.BEST))
@@ -188,3 +188,27 @@ def test_torch_fallback_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> 
     torch.testing.assert_close(layer(x), x @ weight.T + bias, rtol=1e-5, atol=1e-4)
     embedding = QuantizedEmbedding(parts[0])
     torch.testing.assert_close(embedding(torch.tensor([3, 19])), parts[0].dequantize()[[3, 19]], rtol=0, atol=0)
+
+
+def test_tall_weights_are_packed_a_slice_of_rows_at_a_time(kernels) -> None:
+    """Past 4,096 rows the packing goes slice by slice; the rows come out as one weight."""
+    weight = make_weight(T.Q4_1, 4096 + 37, 64, seed=9)
+    embedding = QuantizedEmbedding(weight)
+    ids = torch.tensor([0, 4095, 4096, 4132, 17])
+    torch.testing.assert_close(embedding(ids), weight.dequantize()[ids], rtol=0, atol=0)
+    x = torch.randn(2, 64)
+    _check(embedding.as_linear()(x), _rounded_activations(kernels, x, T.Q4_1, Isa.BEST), x, weight.dequantize(), None,
+           _rounding_bound(x, T.Q4_1, Isa.BEST))
+
+
+def test_scales_stay_float32_where_fp16_cannot_hold_them(kernels) -> None:
+    """Q8_0's min is -128 d: past |d| = 511.75 it is no fp16, and the weight keeps float32 scales."""
+    small = make_weight(T.Q8_0, 16, 64, seed=10)
+    assert QuantizedEmbedding(small).as_linear().packed_parts[0][1] == PackedFormat.FULL32_HALF
+    data = small.data.clone()
+    data[3, :2] = torch.from_numpy(np.array([600.0], np.float16).view(np.uint8))  # row 3's first d
+    large = BlockTensor(T.Q8_0, 16, 64, data)
+    embedding = QuantizedEmbedding(large)
+    assert embedding.as_linear().packed_parts[0][1] == PackedFormat.FULL32
+    ids = torch.arange(16)
+    torch.testing.assert_close(embedding(ids), large.dequantize(), rtol=0, atol=0)

@@ -1,8 +1,10 @@
 """Typed access to the quantized linear kernels (``quantized_linear.cpp``): repacking GGUF
 weights into their panels once at load, and the matrix multiplication and row lookups over them.
 
-The repacking is lossless: int formats keep each weight as an unsigned quant with a float32
-scale and min per group (``block_unpack``), half formats keep their 16-bit values.
+The repacking is lossless: int formats keep each weight as an unsigned quant with a scale and
+min per group (``block_unpack``), in fp16 where that is exact (the types whose d and m the file
+stores in fp16: Q4_0 then takes 5 bits a weight, Q8_0 9), else float32 (K-quants, whose
+sub-block scales times d need more than fp16's 11 bits); half formats keep their 16-bit values.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ import enum
 import os
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from gguf import GGMLQuantizationType
 
-from engine.kernels.cpu.block_unpack import GROUP_SIZE, MAX_QUANT, unpack_blocks
+from engine.kernels.cpu.block_unpack import GROUP_SIZE, MAX_QUANT, UnpackedBlocks, unpack_blocks
 
 # NOTE: output columns per panel, as quantized.h's kCols.
 PANEL_COLUMNS = 16
+# NOTE: rows unpacked at a time when packing (whole panels).
+_PACK_ROWS = 256 * PANEL_COLUMNS
 # NOTE: "avx2" or "avx512" forces that kernel family for every GGUF layer (testing, comparing).
 ISA_ENV = "GOMGR_CPU_QUANT_ISA"
 
@@ -32,6 +37,9 @@ class PackedFormat(enum.IntEnum):
     FULL32 = 3
     BF16 = 4
     F16 = 5
+    NIBBLE32_HALF = 6
+    BYTE32_HALF = 7
+    FULL32_HALF = 8
 
 
 class Isa(enum.IntEnum):
@@ -43,6 +51,15 @@ class Isa(enum.IntEnum):
 
 
 PACKABLE_TYPES = frozenset(GROUP_SIZE) | {GGMLQuantizationType.BF16, GGMLQuantizationType.F16}
+# NOTE: the types whose group scale and min are fp16 values (or those times a power of two).
+_FP16_SCALED = frozenset(
+    GGMLQuantizationType[name] for name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
+)
+_HALF_SCALED = {
+    PackedFormat.NIBBLE32: PackedFormat.NIBBLE32_HALF,
+    PackedFormat.BYTE32: PackedFormat.BYTE32_HALF,
+    PackedFormat.FULL32: PackedFormat.FULL32_HALF,
+}
 
 
 def isa_from_env() -> Isa:
@@ -56,6 +73,7 @@ def isa_from_env() -> Isa:
 
 
 def packed_format(qtype: GGMLQuantizationType) -> PackedFormat:
+    """The format ``qtype`` packs into with float32 scales (``pack_blocks`` may halve them)."""
     if qtype == GGMLQuantizationType.BF16:
         return PackedFormat.BF16
     if qtype == GGMLQuantizationType.F16:
@@ -73,9 +91,47 @@ def _padded_rows(t: torch.Tensor) -> torch.Tensor:
     return torch.cat([t, t.new_zeros((missing, *t.shape[1:]))]) if missing else t
 
 
-def pack_blocks(data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int) -> torch.Tensor:
-    """GGUF blocks uint8 ``[rows, row_bytes]`` as the int kernels' panels (uint8, 1-D)."""
-    unpacked = unpack_blocks(data.numpy(), qtype, rows, cols)
+def pack_blocks(
+    data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int
+) -> tuple[torch.Tensor, PackedFormat]:
+    """GGUF blocks uint8 ``[rows, row_bytes]`` as the int kernels' panels (uint8, 1-D), and
+    their format: scales in fp16 where every one of them is exactly an fp16."""
+    fmt = packed_format(qtype)
+    if qtype in _FP16_SCALED:
+        panels = _pack_slices(data, qtype, rows, cols, half=True)
+        if panels is not None:
+            return panels, _HALF_SCALED[fmt]
+    panels = _pack_slices(data, qtype, rows, cols, half=False)
+    assert panels is not None
+    return panels, fmt
+
+
+def _pack_slices(
+    data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int, *, half: bool
+) -> torch.Tensor | None:
+    """The panels, a slice of rows at a time; None when ``half`` and some scale or min is no
+    fp16 (Q8_0's min = -128 d overflows it past |d| = 511.75).
+
+    NOTE: a slice at a time: the unpacked intermediates (a byte per weight and more) of a whole
+    embedding table would add tens of MB to the load's peak memory.
+    """
+    chunks = []
+    for start in range(0, rows, _PACK_ROWS):
+        count = min(_PACK_ROWS, rows - start)
+        unpacked = unpack_blocks(data[start : start + count].numpy(), qtype, count, cols)
+        if half and not (_fp16_exact(unpacked.scale) and _fp16_exact(unpacked.min)):
+            return None
+        chunks.append(_panels(unpacked, qtype, half))
+    return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+
+
+def _fp16_exact(values: np.ndarray) -> bool:
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(values.astype(np.float16).astype(np.float32), values))
+
+
+def _panels(unpacked: UnpackedBlocks, qtype: GGMLQuantizationType, half: bool) -> torch.Tensor:
+    cols = unpacked.quants.shape[1]
     group = GROUP_SIZE[qtype]
     groups, steps = cols // group, group // 4
     quants = _padded_rows(torch.from_numpy(unpacked.quants))
@@ -84,11 +140,12 @@ def pack_blocks(data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols
     steps_major = quants.view(panels, PANEL_COLUMNS, groups, steps, 4).permute(0, 2, 3, 1, 4)
     if packed_format(qtype) == PackedFormat.NIBBLE32:
         steps_major = steps_major[:, :, :4] | (steps_major[:, :, 4:] << 4)
+    scale_type = np.float16 if half else np.float32
     per_group = [
-        _padded_rows(torch.from_numpy(values)).view(panels, PANEL_COLUMNS, groups).transpose(1, 2).contiguous()
+        _padded_rows(torch.from_numpy(values.astype(scale_type))).view(panels, PANEL_COLUMNS, groups).transpose(1, 2)
         for values in (unpacked.scale, unpacked.min)
     ]
-    parts = [t.view(torch.uint8) for t in per_group] + [steps_major.reshape(panels, groups, -1)]
+    parts = [t.contiguous().view(torch.uint8) for t in per_group] + [steps_major.reshape(panels, groups, -1)]
     return torch.cat(parts, dim=2).reshape(-1)
 
 

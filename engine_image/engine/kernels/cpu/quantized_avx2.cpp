@@ -46,26 +46,33 @@ GOMGR_TARGET_AVX2 inline void store_tile(__m256 (&acc)[MR][2], int64_t m0, const
     store_columns(y + (m0 + r) * ldy, _mm256_add_ps(acc[r][0], b[0]), _mm256_add_ps(acc[r][1], b[1]), cols);
 }
 
+template <bool kHalf>
+GOMGR_TARGET_AVX2 inline __m256 load_scales(const uint8_t* p) {
+  if constexpr (kHalf) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+}
+
 template <int MR, Format F>
 GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* panel, const float* bias, float* y,
                                 int64_t ldy, int64_t cols) {
-  constexpr int64_t G = F == kByte16 ? 16 : 32;
+  constexpr Format Q = quant_format(F);
+  constexpr int64_t G = group_size(F);
   constexpr int kSteps = G / 4;
-  constexpr int64_t kGroupBytes = 2 * kCols * 4 + G * kCols / (F == kNibble32 ? 2 : 1);
+  constexpr int64_t kGroupBytes = group_bytes(F);
   const int64_t groups = x.K / G, blocks = x.K / kActBlock;
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
   __m256 acc[MR][2];
   for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* gp = panel + g * kGroupBytes;
-    const uint8_t* quants = gp + 8 * kCols;
+    const uint8_t* quants = gp + 2 * kCols * scale_bytes(F);
     const int64_t k0 = g * G;
     for (int h = 0; h < 2; ++h) {
-      const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(gp) + 8 * h);
-      __m256 minimum = _mm256_loadu_ps(reinterpret_cast<const float*>(gp) + kCols + 8 * h);
-      if constexpr (F == kFull32) minimum = _mm256_fmadd_ps(_mm256_set1_ps(128.f), scale, minimum);
+      const __m256 scale = load_scales<half_scales(F)>(gp + 8 * h * scale_bytes(F));
+      __m256 minimum = load_scales<half_scales(F)>(gp + (kCols + 8 * h) * scale_bytes(F));
+      if constexpr (Q == kFull32) minimum = _mm256_fmadd_ps(_mm256_set1_ps(128.f), scale, minimum);
       __m256i w[kSteps];
-      if constexpr (F == kNibble32) {
+      if constexpr (Q == kNibble32) {
         for (int i = 0; i < 4; ++i) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * i + 32 * h));
           w[i] = _mm256_and_si256(v, low4);
@@ -74,7 +81,7 @@ GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
       } else {
         for (int t = 0; t < kSteps; ++t)
           w[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * t + 32 * h));
-        if constexpr (F == kFull32)
+        if constexpr (Q == kFull32)
           for (int t = 0; t < kSteps; ++t) w[t] = _mm256_xor_si256(w[t], flip);
       }
       for (int r = 0; r < MR; ++r) {
@@ -86,7 +93,7 @@ GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
           std::memcpy(&four, xq + 4 * t, 4);
           const __m256i xv = _mm256_set1_epi32(four);
           __m256i pairs;
-          if constexpr (F == kFull32)
+          if constexpr (Q == kFull32)
             pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w[t]), _mm256_sign_epi8(xv, w[t]));
           else
             pairs = _mm256_maddubs_epi16(w[t], xv);
@@ -107,24 +114,34 @@ template <int MR>
 GOMGR_TARGET_AVX2 void bf16_tile(const float* x, int64_t ldx, int64_t K2, int64_t m0, const uint8_t* panel,
                                  const float* bias, float* y, int64_t ldy, int64_t cols) {
   const __m256i high16 = _mm256_set1_epi32(int(0xFFFF0000u));
-  // NOTE: even and odd k in separate accumulators: twice the dependency chains for few rows.
-  __m256 acc[MR][2], odd_acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = odd_acc[r][0] = odd_acc[r][1] = _mm256_setzero_ps();
+  // NOTE: one row alone gets its odd k in separate accumulators (twice the dependency
+  // chains); more rows have chains enough, and 16 more registers would spill.
+  constexpr int kOdd = MR == 1 ? 1 : 0;
+  __m256 acc[MR][2][1 + kOdd];
+  for (int r = 0; r < MR; ++r)
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i <= kOdd; ++i) acc[r][h][i] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K2; ++k) {
+    __m256 even[2], odd[2];
     for (int h = 0; h < 2; ++h) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 64 * k + 32 * h));
-      const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-      const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(v, high16));
-      for (int r = 0; r < MR; ++r) {
-        const float* xr = x + (m0 + r) * ldx + 2 * k;
-        acc[r][h] = _mm256_fmadd_ps(even, _mm256_set1_ps(xr[0]), acc[r][h]);
-        odd_acc[r][h] = _mm256_fmadd_ps(odd, _mm256_set1_ps(xr[1]), odd_acc[r][h]);
+      even[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+      odd[h] = _mm256_castsi256_ps(_mm256_and_si256(v, high16));
+    }
+    // NOTE: both column halves under one pair of broadcasts per row.
+    for (int r = 0; r < MR; ++r) {
+      const float* xr = x + (m0 + r) * ldx + 2 * k;
+      const __m256 xe = _mm256_set1_ps(xr[0]), xo = _mm256_set1_ps(xr[1]);
+      for (int h = 0; h < 2; ++h) {
+        acc[r][h][0] = _mm256_fmadd_ps(even[h], xe, acc[r][h][0]);
+        acc[r][h][kOdd] = _mm256_fmadd_ps(odd[h], xo, acc[r][h][kOdd]);
       }
     }
   }
+  __m256 sum[MR][2];
   for (int r = 0; r < MR; ++r)
-    for (int h = 0; h < 2; ++h) acc[r][h] = _mm256_add_ps(acc[r][h], odd_acc[r][h]);
-  store_tile<MR>(acc, m0, bias, y, ldy, cols);
+    for (int h = 0; h < 2; ++h) sum[r][h] = kOdd ? _mm256_add_ps(acc[r][h][0], acc[r][h][kOdd]) : acc[r][h][0];
+  store_tile<MR>(sum, m0, bias, y, ldy, cols);
 }
 
 template <int MR, int U>
@@ -195,6 +212,9 @@ GOMGR_TARGET_AVX2 void int_panel_avx2(const Int8Rows& x, int64_t m0, int64_t row
     case kByte32: int_rows<kByte32>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kByte32Half: int_rows<kByte32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
     default: break;
   }
 }

@@ -18,27 +18,34 @@
 namespace gomgr_quant {
 namespace {
 
-constexpr int kIntRowTile = 4;
+constexpr int kIntRowTile = 8;
 // NOTE: eight independent accumulators hide vdpbf16ps's latency (one chain per row).
 constexpr int kHalfRowTile = 8;
+
+template <bool kHalf>
+GOMGR_TARGET_VNNI inline __m512 load_scales(const uint8_t* p) {
+  if constexpr (kHalf) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_loadu_ps(p);
+}
 
 template <int MR, Format F>
 GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* panel, const float* bias, float* y,
                                 int64_t ldy, __mmask16 mask) {
-  constexpr int64_t G = F == kByte16 ? 16 : 32;
+  constexpr Format Q = quant_format(F);
+  constexpr int64_t G = group_size(F);
   constexpr int kSteps = G / 4;
-  constexpr int64_t kGroupBytes = 2 * kCols * 4 + G * kCols / (F == kNibble32 ? 2 : 1);
+  constexpr int64_t kGroupBytes = group_bytes(F);
   const int64_t groups = x.K / G, blocks = x.K / kActBlock;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* gp = panel + g * kGroupBytes;
-    const __m512 scale = _mm512_loadu_ps(gp);
-    const __m512 minimum = _mm512_loadu_ps(gp + 4 * kCols);
-    const uint8_t* quants = gp + 8 * kCols;
+    const __m512 scale = load_scales<half_scales(F)>(gp);
+    const __m512 minimum = load_scales<half_scales(F)>(gp + kCols * scale_bytes(F));
+    const uint8_t* quants = gp + 2 * kCols * scale_bytes(F);
     __m512i w[kSteps];
-    if constexpr (F == kNibble32) {
+    if constexpr (Q == kNibble32) {
       for (int i = 0; i < 4; ++i) {
         const __m512i v = _mm512_loadu_si512(quants + 64 * i);
         w[i] = _mm512_and_si512(v, low4);
@@ -75,6 +82,10 @@ GOMGR_TARGET_VNNI void int_rows(const Int8Rows& x, int64_t m0, int64_t rows, con
   int64_t r = 0;
   for (; r + kIntRowTile <= rows; r += kIntRowTile) int_tile<kIntRowTile, F>(x, m0 + r, panel, bias, y, ldy, mask);
   switch (rows - r) {
+    case 7: int_tile<7, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 6: int_tile<6, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 5: int_tile<5, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 4: int_tile<4, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
     case 3: int_tile<3, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
     case 2: int_tile<2, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
     case 1: int_tile<1, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
@@ -124,6 +135,9 @@ GOMGR_TARGET_VNNI void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int6
     case kByte32: int_rows<kByte32>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kByte32Half: int_rows<kByte32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
     default: break;
   }
 }

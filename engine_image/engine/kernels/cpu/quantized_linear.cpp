@@ -40,10 +40,8 @@ bool has_vnni() {
 
 bool has_avx512_bf16() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"); }
 
-bool is_int(Format f) { return f <= kFull32; }
-
 Kernel resolve(int64_t format, int64_t isa) {
-  TORCH_CHECK(format >= kNibble32 && format <= kF16, "unknown packed weight format ", format);
+  TORCH_CHECK(format >= kNibble32 && format <= kFull32Half, "unknown packed weight format ", format);
   TORCH_CHECK(isa >= -1 && isa <= 1, "isa must be -1 (best), 0 (AVX2) or 1 (AVX-512), got ", isa);
   const Format f = static_cast<Format>(format);
   if (f == kF16) return Kernel::kF16c;
@@ -215,40 +213,56 @@ std::string quantized_kernel(int64_t format, int64_t isa) {
   return "";
 }
 
-float packed_value(const uint8_t* panel, Format f, int64_t K, int64_t j, int64_t k) {
-  if (f == kBF16) {
+float scale_at(const uint8_t* group, Format f, int64_t i) {
+  if (half_scales(f)) {
     uint16_t h;
-    std::memcpy(&h, panel + ((k / 2) * kCols * 2 + j * 2 + k % 2) * 2, 2);
-    const uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float v;
-    std::memcpy(&v, &bits, 4);
-    return v;
-  }
-  if (f == kF16) {
-    uint16_t h;
-    std::memcpy(&h, panel + (k * kCols + j) * 2, 2);
+    std::memcpy(&h, group + 2 * i, 2);
     return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
   }
-  const int64_t G = group_size(f), kk = k % G, step = kk / 4;
-  const uint8_t* gp = panel + (k / G) * group_bytes(f);
-  float scale, minimum;
-  std::memcpy(&scale, gp + 4 * j, 4);
-  std::memcpy(&minimum, gp + 4 * (kCols + j), 4);
-  const uint8_t* quants = gp + 8 * kCols;
-  int q;
-  if (f == kNibble32) {
-    const uint8_t byte = quants[64 * (step % 4) + 4 * j + kk % 4];
-    q = step < 4 ? byte & 0x0F : byte >> 4;
-  } else {
-    q = quants[64 * step + 4 * j + kk % 4];
+  float v;
+  std::memcpy(&v, group + 4 * i, 4);
+  return v;
+}
+
+// Column j of a panel (one weight row) as float32 [K].
+void dequantize_column(const uint8_t* panel, Format f, int64_t K, int64_t j, float* out) {
+  if (f == kBF16 || f == kF16) {
+    for (int64_t k = 0; k < K; ++k) {
+      uint16_t h;
+      if (f == kBF16) {
+        std::memcpy(&h, panel + ((k / 2) * kCols * 2 + j * 2 + k % 2) * 2, 2);
+        const uint32_t bits = static_cast<uint32_t>(h) << 16;
+        std::memcpy(out + k, &bits, 4);
+      } else {
+        std::memcpy(&h, panel + (k * kCols + j) * 2, 2);
+        out[k] = static_cast<float>(c10::Half(h, c10::Half::from_bits()));
+      }
+    }
+    return;
   }
-  // NOTE: one rounding of scale * q + min, as the gguf reference rounds d * (q - offset) once.
-  return std::fma(scale, static_cast<float>(q), minimum);
+  const int64_t G = group_size(f);
+  for (int64_t g = 0; g < K / G; ++g) {
+    const uint8_t* gp = panel + g * group_bytes(f);
+    const float scale = scale_at(gp, f, j), minimum = scale_at(gp, f, kCols + j);
+    const uint8_t* quants = gp + 2 * kCols * scale_bytes(f) + 4 * j;
+    for (int64_t kk = 0; kk < G; ++kk) {
+      const int64_t step = kk / 4;
+      int q;
+      if (quant_format(f) == kNibble32) {
+        const uint8_t byte = quants[64 * (step % 4) + kk % 4];
+        q = step < 4 ? byte & 0x0F : byte >> 4;
+      } else {
+        q = quants[64 * step + kk % 4];
+      }
+      // NOTE: one rounding of scale * q + min, as the gguf reference rounds d * (q - offset) once.
+      out[g * G + kk] = std::fma(scale, static_cast<float>(q), minimum);
+    }
+  }
 }
 
 // Rows `ids` of a packed weight as float32 [T, K]: embedding lookups without a float copy.
 at::Tensor dequantize_packed_rows(const at::Tensor& panels, int64_t format, int64_t K, const at::Tensor& ids) {
-  TORCH_CHECK(format >= kNibble32 && format <= kF16, "unknown packed weight format ", format);
+  TORCH_CHECK(format >= kNibble32 && format <= kFull32Half, "unknown packed weight format ", format);
   const Format f = static_cast<Format>(format);
   TORCH_CHECK(ids.scalar_type() == at::kLong && ids.dim() == 1 && ids.is_contiguous(), "ids must be a 1-D int64 tensor");
   const int64_t bytes = panel_bytes(f, K), count = panels.numel() / bytes, T = ids.size(0);
@@ -263,7 +277,7 @@ at::Tensor dequantize_packed_rows(const at::Tensor& panels, int64_t format, int6
   at::parallel_for(0, T, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const uint8_t* panel = pp + (idp[t] / kCols) * bytes;
-      for (int64_t k = 0; k < K; ++k) op[t * K + k] = packed_value(panel, f, K, idp[t] % kCols, k);
+      dequantize_column(panel, f, K, idp[t] % kCols, op + t * K);
     }
   });
   return out;
