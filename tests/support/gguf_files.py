@@ -112,13 +112,16 @@ def tiny_gguf(arch: str, qtype: GGMLQuantizationType) -> Path:
     NOTE: hidden 256 and MLP 512: every matrix is whole K super-blocks, so K types cover
     each projection and the embedding here.
     """
-    target = CACHE_DIR / f"tiny-{arch}.{qtype.name}.gguf"
+    # NOTE: Qwen3 heads of 128 (transformers' GGUF loader takes Qwen3's head_dim from its
+    # default, 128, not from the file), Qwen2 heads of hidden / heads = 64.
+    head_dim = 128 if arch == "qwen3" else 64
+    target = CACHE_DIR / f"tiny-{arch}-hd{head_dim}.{qtype.name}.gguf"
     if target.is_file():
         return target
     from transformers import AutoModelForCausalLM, Qwen2Config, Qwen3Config
 
     shape: dict[str, Any] = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
-             "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 49152, "max_position_embeddings": 2048,
+             "num_key_value_heads": 2, "head_dim": head_dim, "vocab_size": 49152, "max_position_embeddings": 2048,
              "rope_theta": 10000.0, "rms_norm_eps": 1e-6}
     if arch == "qwen2":
         config: Qwen2Config | Qwen3Config = Qwen2Config(**shape, tie_word_embeddings=True)
@@ -139,8 +142,8 @@ def tiny_gguf(arch: str, qtype: GGMLQuantizationType) -> Path:
         f"{prefix}.feed_forward_length": (512, GGUFValueType.UINT32),
         f"{prefix}.attention.head_count": (4, GGUFValueType.UINT32),
         f"{prefix}.attention.head_count_kv": (2, GGUFValueType.UINT32),
-        f"{prefix}.attention.key_length": (64, GGUFValueType.UINT32),
-        f"{prefix}.attention.value_length": (64, GGUFValueType.UINT32),
+        f"{prefix}.attention.key_length": (head_dim, GGUFValueType.UINT32),
+        f"{prefix}.attention.value_length": (head_dim, GGUFValueType.UINT32),
         f"{prefix}.rope.freq_base": (10000.0, GGUFValueType.FLOAT32),
         f"{prefix}.attention.layer_norm_rms_epsilon": (1e-6, GGUFValueType.FLOAT32),
         "general.file_type": (int(FILE_TYPES[qtype]), GGUFValueType.UINT32),

@@ -74,4 +74,3 @@ def test_greedy_equals_transformers_on_the_dequantized_file(qtype: GGMLQuantizat
     assert comparison.agreed_steps >= MIN_AGREED * comparison.total_steps, comparison
     assert comparison.max_logprob_error <= FLOAT_TOLERANCE.get(qtype, LOGPROB_TOLERANCE), comparison
     assert comparison.mean_logprob_error <= MEAN_LOGPROB_TOLERANCE, comparison
-    print(f"{qtype.name}: {comparison}")

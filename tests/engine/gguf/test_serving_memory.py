@@ -50,6 +50,4 @@ def test_q4_1_server_peak_rss_is_file_plus_kv_plus_400_mib(tmp_path: Path) -> No
     assert info["weights_kernel"]
     budget = gguf.stat().st_size + KV_POOL_BYTES + OVERHEAD
     mib = 2**20
-    print(f"scheduler VmHWM {peak / mib:.0f} MiB; budget {budget / mib:.0f} MiB "
-          f"(file {gguf.stat().st_size / mib:.0f} + KV {KV_POOL_BYTES / mib:.0f} + 400)")
     assert peak <= budget, f"scheduler peak RSS {peak / mib:.0f} MiB > {budget / mib:.0f} MiB\n{server.log_tail()}"
