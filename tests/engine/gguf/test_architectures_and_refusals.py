@@ -41,7 +41,11 @@ PROMPTS = [
 ]
 
 
-@pytest.mark.parametrize(("arch", "qtype"), [("qwen2", Q.Q4_K), ("qwen3", Q.Q6_K), ("qwen3", Q.Q5_K)], ids=str)
+@pytest.mark.parametrize(
+    ("arch", "qtype"),
+    [("qwen2", Q.Q4_K), ("qwen3", Q.Q6_K), ("qwen3", Q.Q5_K)],
+    ids=lambda value: value.name if isinstance(value, GGMLQuantizationType) else value,
+)
 def test_tiny_qwen_greedy_equals_transformers(arch: str, qtype: GGMLQuantizationType) -> None:
     gguf = tiny_gguf(arch, qtype)
     engine = Engine(str(gguf), max_total_tokens=512, context_length=128)

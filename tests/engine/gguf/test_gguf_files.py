@@ -24,7 +24,9 @@ from tests.support.k_quants import quantize_k
 Q = GGMLQuantizationType
 
 
-@pytest.mark.parametrize(("qtype", "max_rms_error"), [(Q.Q4_K, 0.09), (Q.Q5_K, 0.045), (Q.Q6_K, 0.025)], ids=str)
+@pytest.mark.parametrize(
+    ("qtype", "max_rms_error"), [(Q.Q4_K, 0.09), (Q.Q5_K, 0.045), (Q.Q6_K, 0.025)], ids=lambda v: getattr(v, "name", str(v))
+)
 def test_k_quantizers_write_blocks_gguf_reads_back(qtype: GGMLQuantizationType, max_rms_error: float) -> None:
     values = np.random.default_rng(0).standard_normal((64, 512)).astype(np.float32)
     values[3] = 0.0  # NOTE: an all-zero row has zero scales: no division by zero
