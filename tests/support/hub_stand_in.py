@@ -70,7 +70,11 @@ class HubStandIn:
                 return JSONResponse({"error": "Entry not found"}, 404,
                                     headers={"X-Error-Code": "EntryNotFound"})  # fmt: skip
             size = local.stat().st_size
-            headers = {"X-Repo-Commit": COMMIT, "ETag": f'"{_sha256(local)}"', "Accept-Ranges": "bytes"}
+            headers = {
+                "X-Repo-Commit": COMMIT,
+                "ETag": f'"{_sha256(local)}"',
+                "Accept-Ranges": "bytes",
+            }
             if request.method == "HEAD":
                 return Response(headers={**headers, "Content-Length": str(size)})
             if wanted and (match := _RANGE.match(wanted)):

@@ -61,7 +61,9 @@ def test_per_layer_kv_heads_and_explicit_key_value_lengths(tmp_path: Path) -> No
     )
     facts = model_facts(read_header(FileSource(path)), str(path))
     assert facts.kv_heads_per_layer == (1, 2, 4)
-    assert facts.kv_cache_bytes(context_tokens=10, dtype_bytes=2) == (1 + 2 + 4) * (96 + 64) * 2 * 10
+    assert (
+        facts.kv_cache_bytes(context_tokens=10, dtype_bytes=2) == (1 + 2 + 4) * (96 + 64) * 2 * 10
+    )
 
 
 def test_small_chunks_read_the_same_header_and_stop_at_the_tensor_infos(
