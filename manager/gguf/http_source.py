@@ -20,7 +20,7 @@ class HubRangeSource:
         self.url = hf_hub_url(repo, filename, revision=revision)
         # NOTE: the hub client's own headers (user agent, token); identity encoding, as a byte
         # range of a compressed body would not be the file's bytes.
-        self._headers = {**build_hf_headers(token=token or False), "Accept-Encoding": "identity"}
+        self._headers = {**build_hf_headers(token=token or None), "Accept-Encoding": "identity"}
         self._client = httpx.Client(follow_redirects=True, timeout=_TIMEOUT_S)
 
     @property

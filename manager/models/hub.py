@@ -19,7 +19,9 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
+from manager.models.download_progress import progress_bar_class
 from manager.models.errors import DownloadError, HubUnavailableError, ModelNotFoundError
+from manager.models.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -41,13 +43,18 @@ def download_repo(repo: str, dest: Path) -> None:
         raise ModelNotFoundError(f"{repo} has no safetensors weights on the hub")
 
 
-def download_file(repo: str, path: str, revision: str, dest_dir: Path) -> Path:
+def download_file(
+    repo: str, path: str, revision: str, dest_dir: Path, progress: Progress
+) -> Path:
     """Download the one file `path` of `repo` at `revision` into `dest_dir` (created), flat."""
     _refuse_offline(repo)
     logger.info("downloading %s from %s@%s into %s", path, repo, revision[:12], dest_dir)
     landing = dest_dir / ".download"
     with hub_errors(repo):
-        hf_hub_download(repo, path, revision=revision, local_dir=landing)
+        hf_hub_download(
+            repo, path, revision=revision, local_dir=landing,
+            tqdm_class=progress_bar_class(progress),
+        )  # fmt: skip
     target = dest_dir / PurePosixPath(path).name
     (landing / path).rename(target)
     shutil.rmtree(landing, ignore_errors=True)

@@ -134,7 +134,7 @@ def _pull_gguf(
     with store.staging() as work:
         model_dir = store.ensure_dir(work / "model")
         progress.step(f"Downloading {choice.file.path} ({choice.file.size / 1e6:.1f} MB)")
-        gguf = download_file(repo_id.repo, choice.file.path, listing.revision, model_dir)
+        gguf = download_file(repo_id.repo, choice.file.path, listing.revision, model_dir, progress)
         metadata = ModelMetadata(
             repo=str(tagged), source="hub", gguf_file=gguf.name, hub_path=choice.file.path,
             hub_revision=listing.revision, untagged_default=untagged, created=_now(),

@@ -69,6 +69,17 @@ def pull(
     )  # fmt: skip
 
 
+class RecordedProgress:
+    def __init__(self) -> None:
+        self.transfers: list[tuple[int, int]] = []
+
+    def step(self, description: str) -> None:
+        pass
+
+    def transferred(self, done: int, total: int) -> None:
+        self.transfers.append((done, total))
+
+
 def leftovers(store: Path) -> list[str]:
     return sorted(p.name for p in store.glob(".tmp-*")) if store.exists() else []
 
@@ -134,7 +145,10 @@ def test_the_header_is_range_read_before_the_one_download(
     """What `gomgr start` does for a model not yet local: readiness, then the pull."""
     store = ModelStore(tmp_path / "store")
     check_before_download(f"{REPO}:Q2_K", "process", None)
-    pull_model(f"{REPO}:Q2_K", store)
+    progress = RecordedProgress()
+    pull_model(f"{REPO}:Q2_K", store, progress=progress)
+    size = repo_files["Tiny-Q2_K.gguf"].stat().st_size
+    assert progress.transfers[-1] == (size, size)  # the download's bytes reach the CLI's bar
 
     hub = hub_in_process
     reads = [r for r in hub.file_requests("Tiny-Q2_K.gguf") if r.method == "GET"]
@@ -152,3 +166,20 @@ def test_a_start_blocked_by_readiness_reads_only_the_header(
         check_before_download(f"{REPO}:Q8_0", "docker", None)
     reads = hub_in_process.file_requests("Tiny-Q8_0.gguf")
     assert reads and all(r.range is not None for r in reads)
+
+
+def test_doctor_sizes_a_bare_gguf_repo_by_its_default_tags_header(
+    run_gomgr: RunGomgr, hub: HubStandIn, repo_files: dict[str, Path], tmp_path: Path
+) -> None:
+    """No safetensors metadata to size it by: the Q4_K_M file's header is read instead."""
+    result = run_gomgr(
+        "doctor", REPO, "--runtime", "process", "--json", GOMGR_MODELS_DIR=str(tmp_path / "store"),
+        HF_ENDPOINT=hub.url, HF_HUB_OFFLINE="0",
+    )  # fmt: skip
+    report = json.loads(result.stdout)
+    size = repo_files["Tiny-Q4_K_M.gguf"].stat().st_size
+    assert report["weights"]["total_bytes"] == size, result.stdout
+    assert report["context_tokens"] == 2048  # the header's context length caps the default
+    reads = [r for r in hub.file_requests("Tiny-Q4_K_M.gguf") if r.method == "GET"]
+    assert [r.range for r in reads] == [f"bytes=0-{FIRST_READ_BYTES - 1}"]
+    assert {r.path for r in hub.requests if r.path.endswith(".gguf")} == {"Tiny-Q4_K_M.gguf"}
