@@ -58,6 +58,8 @@ def models_pull(
     from manager.models.local_import import names_a_directory
     from manager.models.pull import Source, pull_model
 
+    if repo_or_dir.lower().endswith(".gguf"):
+        _usage_error(f"a GGUF file needs no pull: `gomgr start {repo_or_dir}` serves it where it lies")
     if names_a_directory(repo_or_dir):
         _usage_error(f"to import the directory {repo_or_dir}, give --name org/name to store it as")
     if force:

@@ -16,7 +16,8 @@ from manager.models.pull import resolve_model
 from manager.runtimes.base import ContainerSpec, EngineSpec
 from manager.runtimes.docker import CONTAINER_MODEL_DIR, DockerRuntime
 from manager.state.paths import StatePaths
-from tests.manager.conftest import SMOLLM2_Q4_1
+from tests.manager.conftest import SMOLLM2_Q4_1, RunGomgr
+from tests.support.cli_checks import assert_one_error_line
 from tests.support.tiny_gguf import write_tiny_gguf
 
 
@@ -65,3 +66,12 @@ def test_a_container_mounts_the_files_directory_and_is_given_the_path_inside(
     )  # fmt: skip
     kwargs = DockerRuntime(StatePaths(tmp_path)).create_kwargs(spec)
     assert kwargs["mounts"] == [Mount("/model", str(gguf.parent), type="bind", read_only=True)]
+
+
+def test_pulling_a_gguf_file_says_to_start_it(run_gomgr: RunGomgr, tmp_path: Path) -> None:
+    result = run_gomgr("models", "pull", "./m.gguf", GOMGR_MODELS_DIR=str(tmp_path / "store"))
+    assert result.returncode == 2
+    line = assert_one_error_line(result.stdout, result.stderr)
+    assert (
+        line == "error: a GGUF file needs no pull: `gomgr start ./m.gguf` serves it where it lies"
+    )
