@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from manager.runtimes.docker import CONTAINER_MODEL_DIR, DockerRuntime
 from manager.state.paths import StatePaths
 from tests.manager.conftest import SMOLLM2_Q4_1, RunGomgr
 from tests.support.cli_checks import assert_one_error_line
+from tests.support.gomgr_env import GOMGR, Env
 from tests.support.tiny_gguf import write_tiny_gguf
 
 
@@ -75,3 +77,25 @@ def test_pulling_a_gguf_file_says_to_start_it(run_gomgr: RunGomgr, tmp_path: Pat
     assert (
         line == "error: a GGUF file needs no pull: `gomgr start ./m.gguf` serves it where it lies"
     )
+
+
+def test_a_relative_gguf_path_is_resolved_where_it_was_typed(tmp_path: Path) -> None:
+    """The supervisor runs the start in its own working directory (here: another one, where
+    its router was started); the CLI makes the path absolute where it was typed."""
+    env = Env.isolated(tmp_path / "gomgr", tmp_path / "store")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    try:
+        for command, cwd in (
+            (["router", "start"], elsewhere),
+            (["start", "./missing.gguf"], tmp_path),
+        ):
+            result = subprocess.run(
+                [str(GOMGR), *command], cwd=cwd, env=env.vars, capture_output=True, text=True,
+                timeout=120, check=False,
+            )  # fmt: skip
+    finally:
+        env.end_everything()
+    assert result.returncode == 1
+    line = assert_one_error_line(result.stdout, result.stderr)
+    assert line == f"error: there is no GGUF file {tmp_path / 'missing.gguf'}"
