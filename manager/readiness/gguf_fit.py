@@ -22,8 +22,9 @@ from manager.models.store import RepoId
 from manager.readiness.memory import MemoryEstimate, context_within, estimate_from_parts
 from manager.readiness.weights import WeightsSize, WeightsUnknownError
 
-# NOTE: the KV cache's element size where the model does not say (a GGUF has no compute
-# dtype): bf16's, as config_dtype_bytes assumes for a config.json without one.
+# NOTE: a GGUF names no compute dtype; the engine's "auto" runs it in bf16 on a GPU (the fit
+# readiness checks) and in fp32 on the CPU, so this undercounts a CPU engine's KV cache by half,
+# as config_dtype_bytes does for a bf16 config.json.
 GGUF_KV_DTYPE_BYTES = 2
 
 
