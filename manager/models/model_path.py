@@ -20,7 +20,7 @@ def is_gguf_file(path: Path) -> bool:
 def model_path_in(directory: Path) -> Path:
     """The model path of a store directory: its one GGUF file where it holds no config.json
     (a tagged model, `org/name:Q4_K_M`), else the directory itself."""
-    if (directory / CONFIG_FILE).is_file():
+    if (directory / CONFIG_FILE).is_file() or not directory.is_dir():
         return directory
     ggufs = [p for p in directory.glob("*") if is_gguf_file(p) and p.is_file()]
     return ggufs[0] if len(ggufs) == 1 else directory

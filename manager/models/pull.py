@@ -28,7 +28,7 @@ from manager.models.gguf_choice import choose_gguf
 from manager.models.hub import download_file, download_repo
 from manager.models.hub_listing import RepoListing, repo_listing
 from manager.models.local_import import PATH_PREFIXES
-from manager.models.model_path import CONFIG_FILE, is_gguf_file
+from manager.models.model_path import CONFIG_FILE, is_gguf_file, model_path_in
 from manager.models.progress import Progress, SilentProgress
 from manager.models.store import ModelMetadata, ModelStore, RepoId, StoredModel
 
@@ -95,15 +95,15 @@ def resolve_model(
     repo (a bare GGUF-only repo: its default tag's), pulled first where it is missing."""
     if repo_or_path.startswith(PATH_PREFIXES):
         path = Path(repo_or_path).expanduser().absolute()
-        if is_gguf_file(path):
-            if not path.is_file():
-                raise InvalidModelDirError(f"there is no GGUF file {path}")
-            return ResolvedModel(repo_or_path, path)
-        if not (path / CONFIG_FILE).is_file():
+        if is_gguf_file(path) and not path.is_file():
+            raise InvalidModelDirError(f"there is no GGUF file {path}")
+        # NOTE: a directory holding one GGUF and no config.json is that GGUF.
+        model_path = path if is_gguf_file(path) else model_path_in(path)
+        if not is_gguf_file(model_path) and not (path / CONFIG_FILE).is_file():
             raise ModelNotFoundError(
                 f"{path} is neither a GGUF file nor a model directory (no config.json)"
             )
-        return ResolvedModel(repo_or_path, path)
+        return ResolvedModel(repo_or_path, model_path)
     stored = pull_model(repo_or_path, store, progress=progress).model
     return ResolvedModel(stored.repo, stored.model_path)
 

@@ -52,6 +52,7 @@ def test_a_local_gguf_file_gets_its_manifest_by_general_architecture(tmp_path: P
 def test_a_local_gguf_path_resolves_to_the_file(tmp_path: Path) -> None:
     path = write_tiny_gguf(tmp_path / "m.gguf")
     assert resolve_model(str(path)).model_path == path
+    assert resolve_model(str(tmp_path)).model_path == path  # a directory of one GGUF
     with pytest.raises(ModelError, match="there is no GGUF file"):
         resolve_model(str(tmp_path / "missing.gguf"))
 
