@@ -18,6 +18,7 @@ from manager.models.pull import pull_model
 from manager.models.store import ModelStore
 from tests.manager.conftest import RunGomgr
 from tests.support.cli_checks import assert_one_error_line
+from tests.support.gomgr_env import Env
 from tests.support.hub_stand_in import COMMIT, HubStandIn, running_hub
 from tests.support.tiny_gguf import write_tiny_gguf
 
@@ -183,3 +184,23 @@ def test_doctor_sizes_a_bare_gguf_repo_by_its_default_tags_header(
     reads = [r for r in hub.file_requests("Tiny-Q4_K_M.gguf") if r.method == "GET"]
     assert [r.range for r in reads] == [f"bytes=0-{FIRST_READ_BYTES - 1}"]
     assert {r.path for r in hub.requests if r.path.endswith(".gguf")} == {"Tiny-Q4_K_M.gguf"}
+
+
+def test_start_of_a_tag_the_repo_lacks_is_one_line_and_leaves_nothing(
+    hub: HubStandIn, tmp_path: Path
+) -> None:
+    """Through the supervisor, as a user runs it: one line, exit 1, no engine, no files."""
+    store = tmp_path / "store"
+    env = Env.isolated(tmp_path / "gomgr", store)
+    env.vars.update({"HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "0"})
+    try:
+        result = env.gomgr("start", f"{REPO}:q5_k_m", "--runtime", "process")
+        assert env.ps() == []
+    finally:
+        env.end_everything()
+    assert result.returncode == 1, result.stderr
+    assert assert_one_error_line(result.stdout, result.stderr) == (
+        f"error: {REPO} has no GGUF tagged Q5_K_M; its tags: Q2_K, Q4_K_M, Q6_K, Q8_0"
+    )
+    assert [r for r in hub.requests if not r.path.startswith("/api/")] == []
+    assert leftovers(store) == [] and not (store / "test-org").exists()
