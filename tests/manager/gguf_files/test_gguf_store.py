@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from manager.lifecycle.desired_state import load_desired_state
 from manager.models.errors import InvalidRepoIdError
 from manager.models.store import ModelMetadata, ModelStore, RepoId
 from manager.runtimes.docker import _model_path
@@ -59,3 +60,10 @@ def test_a_container_found_by_its_labels_gets_its_gguf_file_back() -> None:
     args = ("--model-path", "/model/m.gguf", "--served-model-name", "x")
     assert _model_path("/store/org/M:Q8_0", args) == Path("/store/org/M:Q8_0/m.gguf")
     assert _model_path("/store/org/M", ("--model-path", "/model")) == Path("/store/org/M")
+
+
+def test_a_desired_state_entry_spells_its_tag_as_the_store_does(tmp_path: Path) -> None:
+    path = tmp_path / "engines.yaml"
+    path.write_text("engines:\n  - repo: org/Model-GGUF:q4_k_m\n")
+    [entry] = load_desired_state(path).engines
+    assert (entry.repo, entry.key) == ("org/Model-GGUF:Q4_K_M", "org/Model-GGUF:Q4_K_M")
