@@ -50,7 +50,9 @@ def serve(args: ServerArgs) -> None:
     import uvicorn
     from transformers import AutoTokenizer
 
+    from engine.core.errors import UnsupportedModelError
     from engine.detokenizer.process import run_detokenizer_process
+    from engine.gguf.hf_view import hf_directory
     from engine.ipc.sockets import PortArgs
     from engine.scheduler.process import run_scheduler_process
     from engine.server.context import ServerContext
@@ -62,7 +64,12 @@ def serve(args: ServerArgs) -> None:
     _check_port_free(args.host, args.port)
     port_args = PortArgs.create()
     supervisor = Supervisor()
-    tokenizer_path = args.tokenizer_path or args.model_path
+    try:
+        # NOTE: before the children start, so a GGUF's tokenizer is converted once, here.
+        hf_dir = hf_directory(args.model_path)
+    except UnsupportedModelError as err:
+        _fail(str(err))
+    tokenizer_path = args.tokenizer_path or hf_dir
     try:
         with bound_omp_threads():
             supervisor.spawn("scheduler", run_scheduler_process, args.engine_config(), port_args, args.log_level)
@@ -78,7 +85,7 @@ def serve(args: ServerArgs) -> None:
         args=args,
         tokenizer=AutoTokenizer.from_pretrained(tokenizer_path),
         tokenizer_manager=TokenizerManager(port_args, args.batch_notify_size),
-        hf_config=json.loads((Path(args.model_path) / "config.json").read_text()),
+        hf_config=json.loads((Path(hf_dir) / "config.json").read_text()),
         context_length=scheduler_info.context_length,
         max_total_tokens=scheduler_info.max_total_tokens,
         model_path=args.model_path,
