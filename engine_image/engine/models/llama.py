@@ -178,11 +178,12 @@ class LlamaFamilyForCausalLM(nn.Module):
         logits: torch.Tensor = self.lm_head(hidden)
         return logits.float()
 
-    def pack_for_cpu(self) -> None:
-        """Swaps every linear layer, the tied LM head included, for one on a packed weight."""
-        pack_linear_layers(self)
+    def pack_for_cpu(self, weight_dtype: torch.dtype = torch.float32) -> None:
+        """Swaps every linear layer, the tied LM head included, for one on a packed weight
+        kept in ``weight_dtype`` (float32, or bfloat16 for the bf16 kernels)."""
+        pack_linear_layers(self, weight_dtype)
         if self.lm_head is None and self.has_lm_head:
-            self.lm_head = PackedLinear(self._embedding_weight(), None)
+            self.lm_head = PackedLinear(self._embedding_weight().to(weight_dtype), None)
 
     def _embedding_weight(self) -> torch.Tensor:
         """The tied head's weight (a GGUF model's tied head is its embedding's ``as_linear``)."""

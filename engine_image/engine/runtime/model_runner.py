@@ -25,7 +25,7 @@ from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
 from engine.runtime.host_malloc import keep_freed_memory
-from engine.runtime.weights_info import WeightsInfo, quantized_kernel_paths
+from engine.runtime.weights_info import WeightsInfo, packed_kernel_paths, quantized_kernel_paths
 
 if TYPE_CHECKING:
     from engine.models.llama import LlamaFamilyForCausalLM
@@ -67,6 +67,12 @@ class ModelRunner:
         self.device = resolve_device(config.device)
         keep_freed_memory(self.device)
         self.dtype = resolve_dtype(config.dtype, self.model_config, self.device)
+        # NOTE: on CPU, bfloat16 is the linear layers' weights (the bf16 kernels: AVX512-BF16
+        # dot products where the CPU has them, else widened in registers); activations, norms
+        # and the KV pool stay float32, the dtype of the CPU's other kernels.
+        self.linear_weight_dtype = self.dtype
+        if self.device.type == "cpu" and self.dtype == torch.bfloat16:
+            self.dtype = torch.float32
         self.context_length = self._context_length()
         # NOTE: owned here, not by the model, so a recording survives a weight reload.
         self.expert_recorder = self._expert_recorder()
@@ -153,7 +159,8 @@ class ModelRunner:
         else:
             model.load_weights(iterate_weights(weights_path))
             if can_pack(self.device, self.dtype):
-                model.pack_for_cpu()
+                model.pack_for_cpu(self.linear_weight_dtype)
+                info = WeightsInfo("safetensors", (), packed_kernel_paths(model))
         if self.expert_recorder is not None:
             attach_expert_recorder(model, self.expert_recorder)
         return model.eval(), info
