@@ -172,6 +172,18 @@ def gguf_name(hf_name: str) -> str:
     return hf_name
 
 
+def hf_name(gguf_tensor_name: str) -> str:
+    """The Hugging Face name of a GGUF tensor: ``gguf_name`` undone."""
+    for hf_part, gguf_part in reversed(_NAMES):
+        gguf_tensor_name = gguf_tensor_name.replace(gguf_part, hf_part)
+    return gguf_tensor_name
+
+
+def llama_cpp_unpermute(weights: np.ndarray, heads: int) -> np.ndarray:
+    """``llama_cpp_permute`` undone: Hugging Face's q/k row order."""
+    return weights.reshape(heads, weights.shape[0] // heads // 2, 2, *weights.shape[1:]).swapaxes(1, 2).reshape(weights.shape)
+
+
 def llama_cpp_permute(weights: np.ndarray, heads: int) -> np.ndarray:
     """llama.cpp's converter's q/k row order for the llama architecture (convert_hf_to_gguf.py)."""
     return weights.reshape(heads, 2, weights.shape[0] // heads // 2, *weights.shape[1:]).swapaxes(1, 2).reshape(weights.shape)

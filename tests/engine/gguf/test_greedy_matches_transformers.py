@@ -21,11 +21,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 from gguf import GGMLQuantizationType
 
 from engine.engine import Engine
-from tests.engine.gguf.reference import compare, transformers_greedy
-from tests.support.gguf_files import smollm2_gguf
+from tests.engine.gguf.reference import compare, file_weights, transformers_greedy
+from tests.support.gguf_files import bundled_smollm2_gguf, smollm2_gguf
 
 pytestmark = pytest.mark.slow
 
@@ -69,8 +70,24 @@ def test_greedy_equals_transformers_on_the_dequantized_file(qtype: GGMLQuantizat
         return_logprob=True,
     )
     assert isinstance(results, list)
-    comparison = compare(results, transformers_greedy(gguf, prompts, MAX_NEW), MIN_MARGIN)
+    comparison = compare(results, transformers_greedy(gguf, prompts, MAX_NEW, base=smollm2_dir), MIN_MARGIN)
     assert not comparison.errors, comparison.errors
     assert comparison.agreed_steps >= MIN_AGREED * comparison.total_steps, comparison
     assert comparison.max_logprob_error <= FLOAT_TOLERANCE.get(qtype, LOGPROB_TOLERANCE), comparison
     assert comparison.mean_logprob_error <= MEAN_LOGPROB_TOLERANCE, comparison
+
+
+def test_file_weights_equal_transformers_gguf_loader(smollm2_dir: Path) -> None:
+    """The references above fill SmolLM2 with ``file_weights``; transformers' own GGUF loader
+    gives the same float32 tensors for llama.cpp's own file (the bundled Q4_1: Q4_1 and Q8_0)."""
+    from transformers import AutoModelForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    gguf = bundled_smollm2_gguf()
+    # NOTE: the loader reads the model only for its config and tensor names.
+    model = AutoModelForCausalLM.from_pretrained(str(smollm2_dir), dtype=torch.float32)
+    theirs = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=model)["tensors"]
+    ours = file_weights(gguf)
+    assert set(ours) == set(theirs), set(ours) ^ set(theirs)
+    for name, tensor in ours.items():
+        assert torch.equal(tensor, torch.as_tensor(theirs[name]).float()), name
