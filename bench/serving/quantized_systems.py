@@ -43,8 +43,8 @@ LLAMA_LOG_FACTS = ("system_info:", "file type", "model buffer size")
 # NOTE: those lines are logged at debug level (4) only. At that level llama.cpp logs a few lines
 # per request arrival and none per token, from its own log thread: no cost that shows here.
 LOG_VERBOSITY = "4"
-# NOTE: the engine's /server_info names its kernel path in a field whose name says so.
-OURS_FACT_WORDS = ("kernel", "quant", "gguf", "dtype")
+# NOTE: what the engine's /server_info says about its weights and the kernels multiplying them.
+OURS_FACTS = ("dtype", "weights_format", "weights_quant_types", "weights_kernel")
 
 
 def ours_gguf(qtype: str) -> Callable[[Path, int], Launch]:
@@ -68,7 +68,7 @@ def llama_server(qtype: str) -> Callable[[Path, int], Launch]:
 def ours_facts(server: Server) -> dict[str, Any]:
     """The /server_info fields that name the engine's kernel path, quantization and dtype."""
     info = httpx.get(f"{server.url}/server_info", timeout=30.0).json()
-    return {k: v for k, v in info.items() if any(word in k.lower() for word in OURS_FACT_WORDS)}
+    return {key: info[key] for key in OURS_FACTS if key in info}
 
 
 def llama_facts(server: Server) -> dict[str, Any]:
