@@ -72,10 +72,10 @@ def ours_facts(server: Server) -> dict[str, Any]:
 
 
 def llama_facts(server: Server) -> dict[str, Any]:
-    """The start-up log's lines that name its kernels, each from its fact on, spaces squeezed."""
+    """The start-up log's lines that name its kernels, without the time and source prefix."""
     lines = server.log_path.read_text(errors="replace").splitlines()
-    found = [(line, fact) for line in lines for fact in LLAMA_LOG_FACTS if fact in line]
-    return {"log": [" ".join(line[line.index(fact) :].split()) for line, fact in found]}
+    found = [line for line in lines if any(fact in line for fact in LLAMA_LOG_FACTS)]
+    return {"log": [" ".join(line.split(": ", 1)[-1].split()) for line in found]}
 
 
 def _systems() -> list[System]:
