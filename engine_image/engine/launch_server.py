@@ -11,8 +11,11 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from engine.ipc.sockets import PortArgs
 from engine.ipc.startup import SchedulerReady
 from engine.server.server_args import ServerArgs, parse_server_args
+from engine.server.supervisor import ChildStartError, EntryPoint, Supervisor
+from engine.server.thread_binding import bound_omp_threads
 
 logger = logging.getLogger("engine")
 
@@ -23,6 +26,8 @@ START_TIMEOUT_S = 1800.0
 # server that outwaits every common client pool (httpx, Node: 5 s; aiohttp: 15 s) leaves
 # the close to the client, which cannot race itself. nginx's default.
 KEEP_ALIVE_S = 75
+SCHEDULER_ENTRY = EntryPoint("engine.scheduler.process", "run_scheduler_process")
+DETOKENIZER_ENTRY = EntryPoint("engine.detokenizer.process", "run_detokenizer_process")
 
 
 def _fail(message: str) -> None:
@@ -44,29 +49,29 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def serve(args: ServerArgs) -> None:
-    # NOTE: imported only once the flags parsed: torch, transformers and uvicorn take seconds
-    # to import, and a bad flag must fail at once. It also keeps them out of the spawned
-    # children's re-import of this module.
-    import uvicorn
-    from transformers import AutoTokenizer
-
-    from engine.detokenizer.process import run_detokenizer_process
-    from engine.ipc.sockets import PortArgs
-    from engine.scheduler.process import run_scheduler_process
-    from engine.server.context import ServerContext
-    from engine.server.http_server import create_app
-    from engine.server.supervisor import ChildStartError, Supervisor
-    from engine.server.thread_binding import bound_omp_threads
-    from engine.server.tokenizer_manager import TokenizerManager
-
     _check_port_free(args.host, args.port)
     port_args = PortArgs.create()
     supervisor = Supervisor()
     tokenizer_path = args.tokenizer_path or args.model_path
     try:
         with bound_omp_threads():
-            supervisor.spawn("scheduler", run_scheduler_process, args.engine_config(), port_args, args.log_level)
-        supervisor.spawn("detokenizer", run_detokenizer_process, tokenizer_path, port_args)
+            supervisor.spawn("scheduler", SCHEDULER_ENTRY, args.engine_config(), port_args, args.log_level)
+        supervisor.spawn("detokenizer", DETOKENIZER_ENTRY, tokenizer_path, port_args)
+        # NOTE: imported only now, while the children import theirs (torch, transformers and
+        # uvicorn take seconds each), and only once the flags parsed, so a bad flag fails at once.
+        import uvicorn
+        from transformers import AutoTokenizer
+
+        from engine.server.context import ServerContext
+        from engine.server.http_server import create_app
+        from engine.server.tokenizer_manager import TokenizerManager
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+        except Exception:
+            # NOTE: the children load the same files; a child's one-line report says why first.
+            supervisor.wait_ready(START_TIMEOUT_S)
+            raise
         infos = supervisor.wait_ready(START_TIMEOUT_S)
     except (ChildStartError, KeyboardInterrupt) as err:
         supervisor.stop()
@@ -76,7 +81,8 @@ def serve(args: ServerArgs) -> None:
     assert isinstance(scheduler_info, SchedulerReady), "the scheduler reports SchedulerReady"
     ctx = ServerContext(
         args=args,
-        tokenizer=AutoTokenizer.from_pretrained(tokenizer_path),
+        tokenizer=tokenizer,
+        # NOTE: once the scheduler listens, so its socket connects at once, not on a retry.
         tokenizer_manager=TokenizerManager(port_args, args.batch_notify_size),
         hf_config=json.loads((Path(args.model_path) / "config.json").read_text()),
         context_length=scheduler_info.context_length,

@@ -18,6 +18,9 @@ import psutil
 
 START_TIMEOUT_S = 240.0
 STOP_GRACE_S = 10.0
+# NOTE: dozens of tests start a server and wait on this poll; one plain-HTTP probe on loopback
+# costs the starting engine next to nothing (manager/lifecycle/health_wait.py polls as often).
+HEALTH_POLL_S = 0.1
 
 
 def stop_process(process: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
@@ -115,7 +118,7 @@ def start_engine_server(
             if time.monotonic() > deadline:
                 server.stop()
                 raise RuntimeError(f"engine not healthy after {START_TIMEOUT_S:.0f} s:\n{server.log_tail()}")
-            time.sleep(0.5)
+            time.sleep(HEALTH_POLL_S)
     server.children = psutil.Process(process.pid).children(recursive=True)
     return server
 

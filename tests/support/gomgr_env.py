@@ -67,6 +67,19 @@ class Env:
         assert result.returncode == 0, result.stderr
         return list(json.loads(result.stdout))
 
+    def listed_models(self) -> dict[str, dict[str, Any]]:
+        """`gomgr models list --json`'s rows, by repo."""
+        result = self.gomgr("models", "list", "--json")
+        assert result.returncode == 0, result.stderr
+        return {row["repo"]: row for row in json.loads(result.stdout)}
+
+    def listed_state_cell(self, repo: str) -> str:
+        """The STATE column of `repo`'s row in the `gomgr models list` table."""
+        result = self.gomgr("models", "list")
+        assert result.returncode == 0, result.stderr
+        [line] = [s for s in map(str.strip, result.stdout.splitlines()) if s.startswith(repo)]
+        return line.split()[1]
+
     def daemon(self) -> RouterDaemon:
         token_file = Path(self.vars["GOMGR_ROUTER_TOKEN_FILE"])
         # NOTE: the background router as gomgr runs it: the supervisor, with its engine API.

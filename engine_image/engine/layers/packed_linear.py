@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from engine.kernels.cpu import load_cpu_kernels
+from engine.kernels.cpu.quantized import PackedFormat, isa_from_env, pack_half, quantized_linear
 
 logger = logging.getLogger(__name__)
 
@@ -29,22 +30,43 @@ def can_pack(device: torch.device, dtype: torch.dtype) -> bool:
 
 
 class PackedLinear(nn.Module):
-    """``F.linear(x, weight, bias)`` for 2-D ``x``, on a weight packed once."""
+    """``F.linear(x, weight, bias)`` for 2-D float32 ``x``, on a weight packed once.
+
+    A bfloat16 weight stays bfloat16 (half the bytes of fp32): packed for the bf16 kernels of
+    ``kernels/cpu/quantized.py`` (AVX512-BF16 where the CPU has it, x then rounded to bf16;
+    else widened to fp32 in registers), float32 in and out. Without the kernels it is widened
+    to fp32 at load.
+    """
+
+    packed_weight: torch.Tensor
+    bias: torch.Tensor | None
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
         super().__init__()
         self.in_features = weight.shape[1]
         self.out_features = weight.shape[0]
         self._kernels: Any | None = load_cpu_kernels()
-        if self._kernels is not None:
-            packed = self._kernels.pack_linear_weight(weight.detach().contiguous())
+        self._bf16 = weight.dtype == torch.bfloat16 and self._kernels is not None
+        self._isa = isa_from_env()
+        weight = weight.detach()
+        if self._bf16:
+            packed = pack_half(weight)
+            bias = None if bias is None else bias.float()
+        elif self._kernels is not None:
+            packed = self._kernels.pack_linear_weight(weight.float().contiguous())
         else:
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _PACKING_BATCH_HINT)
+            packed = torch.ops.mkldnn._reorder_linear_weight(weight.float(), _PACKING_BATCH_HINT)
         # NOTE: buffers, not parameters: nothing trains, and state_dict stays the checkpoint's.
         self.register_buffer("packed_weight", packed, persistent=False)
         self.register_buffer("bias", None if bias is None else bias.detach(), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self._bf16:
+            if x.stride(-1) != 1:
+                x = x.contiguous()
+            return quantized_linear(
+                self._kernels, x, [self.packed_weight], [PackedFormat.BF16], [self.out_features], self.bias, self._isa
+            )
         if self._kernels is not None:
             if x.stride(-1) != 1:
                 x = x.contiguous()

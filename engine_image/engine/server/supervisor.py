@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from engine.core.process_guard import die_with_parent, ignore_interrupts
 from engine.ipc.startup import DetokenizerReady, SchedulerReady, StartupFailed, StartupReport
 
 logger = logging.getLogger(__name__)
@@ -22,6 +23,32 @@ _STOP_GRACE_S = 5.0
 
 class ChildStartError(RuntimeError):
     """A child failed to start; the message is one line for the operator."""
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """A child's entry function, named rather than imported.
+
+    NOTE: the server spawns its children before it imports anything heavy, so their imports
+    (torch, the model code) and its own (transformers, the web stack) run side by side; a
+    function object would make the server import the child's module first, only to pickle
+    its name.
+    """
+
+    module: str
+    function: str
+
+
+def _run_child(server_pid: int, entry: EntryPoint, *args: Any) -> None:
+    """What a spawned child runs: the guards first, then the entry's imports (seconds), so a
+    server killed or interrupted meanwhile takes the child with it as at any other time.
+
+    NOTE: the server's pid travels with the child: one killed before the child got here has
+    already left it to another parent, which the guard would take for its own.
+    """
+    die_with_parent(server_pid)
+    ignore_interrupts()
+    getattr(importlib.import_module(entry.module), entry.function)(*args)
 
 
 @dataclass
@@ -39,9 +66,9 @@ class Supervisor:
         self.children: list[Child] = []
         self._stopping = threading.Event()
 
-    def spawn(self, name: str, target: Callable[..., None], *args: Any) -> None:
+    def spawn(self, name: str, entry: EntryPoint, *args: Any) -> None:
         reader, writer = self._context.Pipe(duplex=False)
-        process = self._context.Process(target=target, args=(*args, writer), name=name, daemon=True)
+        process = self._context.Process(target=_run_child, args=(os.getpid(), entry, *args, writer), name=name, daemon=True)
         process.start()
         writer.close()
         self.children.append(Child(name, process, reader))

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from engine.kernels.cpu import load_cpu_kernels
 from engine.layers import packed_linear
 from engine.layers.packed_linear import PackedLinear
+from tests.engine.kernels.cpu_features import require_cpu
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,35 @@ def test_packed_linear_layer_falls_back_to_onednn(monkeypatch: pytest.MonkeyPatc
     assert layer.packed_weight.is_mkldnn
     x = torch.randn(6, 64)
     torch.testing.assert_close(layer(x), _reference(x, weight, bias), **_tolerance(64))
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("rows", [1, 3, 8, 33, 64])
+@pytest.mark.parametrize("with_bias", [False, True], ids=["no_bias", "bias"])
+def test_packed_linear_keeps_a_bf16_weight_in_bf16(
+    kernels, monkeypatch: pytest.MonkeyPatch, isa: str, rows: int, with_bias: bool
+) -> None:
+    """bf16 panels, float32 in and out. The AVX512-BF16 path multiplies x rounded to bf16
+    (nearest even): against that x the float64 product holds to float32 accumulation; the
+    AVX2 path widens the weight and multiplies x itself."""
+    if isa == "avx512":
+        require_cpu("avx512f", "avx512_bf16")
+    else:
+        require_cpu("avx2", "fma")
+    monkeypatch.setenv("GOMGR_CPU_QUANT_ISA", isa)
+    gen = torch.Generator().manual_seed(rows)
+    weight = torch.randn(50, 97, generator=gen).bfloat16()  # odd width: a lone last k pair
+    bias = torch.randn(50, generator=gen) if with_bias else None
+    x = torch.randn(rows, 97, generator=gen)
+    layer = PackedLinear(weight, bias)
+    assert layer.packed_weight.numel() == 4 * 49 * 16 * 2 * 2  # 4 panels of 16 x 49 k pairs, bf16
+    x_used = x.bfloat16().float() if isa == "avx512" else x
+    torch.testing.assert_close(layer(x), _reference(x_used, weight.float(), bias), **_tolerance(97))
+
+
+def test_packed_linear_widens_a_bf16_weight_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(packed_linear, "load_cpu_kernels", lambda: None)
+    weight = torch.randn(20, 32).bfloat16()
+    layer = PackedLinear(weight, None)
+    x = torch.randn(3, 32)
+    torch.testing.assert_close(layer(x), _reference(x, weight.float(), None), **_tolerance(32))

@@ -9,8 +9,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import psutil
@@ -23,13 +21,6 @@ from tests.support.gomgr_env import GOMGR, Env
 pytestmark = pytest.mark.slow
 
 WAIT_S = 120.0
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator[Env]:
-    built = Env.isolated(tmp_path_factory.mktemp("gomgr"), smollm2_dir.parents[1])
-    yield built
-    built.end_everything()
 
 
 def _wait(condition: object, what: str) -> None:

@@ -5,7 +5,6 @@ request with the entry's settings, and remembers the file across its own restart
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,13 +22,6 @@ pytestmark = pytest.mark.slow
 NAME = "tiny"
 IDLE_S = 2.0
 WAIT_S = 90.0
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator[Env]:
-    built = Env.isolated(tmp_path_factory.mktemp("gomgr"), smollm2_dir.parents[1])
-    yield built
-    built.end_everything()
 
 
 @pytest.fixture(scope="module")

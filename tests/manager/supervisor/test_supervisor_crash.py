@@ -1,7 +1,11 @@
 """Crashes under the supervisor (issue #23), all real processes: an engine killed with -9 loses
 its route and record with no `gomgr` command run, the next request loads it again, repeated
 crashes back off to a 503, and a supervisor killed with -9 and started again adopts the
-engine it left running and reaps the one that died meanwhile."""
+engine it left running and reaps the one that died meanwhile.
+
+The first test loads the engine the crashes need, and on the way proves that `gomgr models
+list` takes its STATE from the running router (tests/manager/test_models_list_state.py holds
+the case without one)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ import openai
 import pytest
 
 from manager.state.records import EngineRecord, RecordStore
+from manager.supervisor.client import load_model
+from tests.conftest import SMOLLM2_REPO
 from tests.support.gomgr_env import Env
 from tests.support.on_demand import alive, ask
 
@@ -22,6 +28,7 @@ pytestmark = pytest.mark.slow
 
 ROUTE_GONE_S = 2.0
 RECORD_GONE_S = 10.0
+LOAD_TIMEOUT_S = 300.0
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +70,21 @@ def _router_log(env: Env) -> str:
     return env.daemon().log_path.read_text(errors="replace")
 
 
+def test_models_list_state_follows_the_router_from_unloaded_to_loaded(env: Env) -> None:
+    row = env.listed_models()[SMOLLM2_REPO]
+    assert row["state"] == "unloaded"
+    assert env.listed_state_cell(SMOLLM2_REPO) == "unloaded"
+
+    load_model(env.router_url, row["served_name"], LOAD_TIMEOUT_S)
+    assert env.listed_models()[SMOLLM2_REPO]["state"] == "loaded"
+    assert env.listed_state_cell(SMOLLM2_REPO) == "loaded"
+
+
 def test_a_killed_engine_is_reaped_and_the_next_request_loads_it_again(env: Env, model: str) -> None:
-    assert ask(env, model)
+    assert ask(env, model)  # NOTE: the engine the test above loaded, or a new one
     dead = _kill_and_see_it_reaped(env)
+    # The manager's view: `gomgr ps` lists no engine.
+    assert env.ps() == []
     log = _router_log(env)
     assert f"engine {dead.id} ({model}, process) died with exit code -9" in log
     assert "crashes in a row: 1; the next request for" in log

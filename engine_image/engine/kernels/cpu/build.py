@@ -26,10 +26,13 @@ logger = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
 SOURCES = tuple(
     _HERE / name
-    for name in ("decode_attention.cpp", "linear.cpp", "rmsnorm.cpp", "rotary.cpp", "activation.cpp")
+    for name in (
+        "decode_attention.cpp", "linear.cpp", "rmsnorm.cpp", "rotary.cpp", "activation.cpp",
+        "quantized_linear.cpp", "quantized_avx2.cpp", "quantized_avx512.cpp",
+    )
 )
 # NOTE: hashed with the sources (a change rebuilds) but not compiled on their own.
-HEADERS = (_HERE / "vec8.h",)
+HEADERS = (_HERE / "vec8.h", _HERE / "quantized.h")
 # NOTE: the head sizes decode_attention.cpp instantiates; other sizes use the torch path.
 CPU_HEAD_DIMS = frozenset({16, 32, 64, 128, 256})
 # NOTE: -fopenmp at compile time only: at::parallel_for's GOMP_parallel then resolves to the
@@ -52,7 +55,7 @@ def load_cpu_kernels() -> Any | None:
             _build_and_load(library)
     except Exception as err:  # noqa: BLE001 - any build failure means "use the torch path"
         logger.warning(
-            "CPU kernels unavailable (%s: %s); decode attention, RMSNorm and SiLU fall back to "
+            "CPU kernels unavailable (%s: %s); decode attention, RMSNorm, SiLU and GGUF weights fall back to "
             "torch ops (slower). Install a C++ compiler (g++) to enable them.",
             type(err).__name__, str(err).splitlines()[0] if str(err) else "",
         )

@@ -1,0 +1,195 @@
+"""Typed access to the quantized linear kernels (``quantized_linear.cpp``): repacking GGUF
+weights into their panels once at load, and the matrix multiplication and row lookups over them.
+
+The repacking is lossless: int formats keep each weight as an unsigned quant with a scale and
+min per group (``block_unpack``), in fp16 where that is exact (the types whose d and m the file
+stores in fp16: Q4_0 then takes 5 bits a weight, Q8_0 9), else float32 (K-quants, whose
+sub-block scales times d need more than fp16's 11 bits); half formats keep their 16-bit values.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from gguf import GGMLQuantizationType
+
+from engine.kernels.cpu.block_unpack import GROUP_SIZE, MAX_QUANT, UnpackedBlocks, unpack_blocks
+
+# NOTE: output columns per panel, as quantized.h's kCols.
+PANEL_COLUMNS = 16
+# NOTE: rows unpacked at a time when packing (whole panels).
+_PACK_ROWS = 256 * PANEL_COLUMNS
+# NOTE: "avx2" or "avx512" forces that kernel family for every GGUF layer (testing, comparing).
+ISA_ENV = "GOMGR_CPU_QUANT_ISA"
+
+
+class PackedFormat(enum.IntEnum):
+    """quantized.h's ``Format``."""
+
+    NIBBLE32 = 0
+    BYTE32 = 1
+    BYTE16 = 2
+    FULL32 = 3
+    BF16 = 4
+    F16 = 5
+    NIBBLE32_HALF = 6
+    BYTE32_HALF = 7
+    FULL32_HALF = 8
+
+
+class Isa(enum.IntEnum):
+    """Which kernel family runs: the best the CPU has, or one forced."""
+
+    BEST = -1
+    AVX2 = 0
+    AVX512 = 1
+
+
+PACKABLE_TYPES = frozenset(GROUP_SIZE) | {GGMLQuantizationType.BF16, GGMLQuantizationType.F16}
+# NOTE: the types whose group scale and min are fp16 values (or those times a power of two).
+_FP16_SCALED = frozenset(
+    GGMLQuantizationType[name] for name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
+)
+_HALF_SCALED = {
+    PackedFormat.NIBBLE32: PackedFormat.NIBBLE32_HALF,
+    PackedFormat.BYTE32: PackedFormat.BYTE32_HALF,
+    PackedFormat.FULL32: PackedFormat.FULL32_HALF,
+}
+
+
+def isa_from_env() -> Isa:
+    value = os.environ.get(ISA_ENV, "").strip().lower()
+    if not value:
+        return Isa.BEST
+    try:
+        return Isa[value.upper()]
+    except KeyError:
+        raise ValueError(f"{ISA_ENV} must be avx2 or avx512, got {value!r}") from None
+
+
+def packed_format(qtype: GGMLQuantizationType) -> PackedFormat:
+    """The format ``qtype`` packs into with float32 scales (``pack_blocks`` may halve them)."""
+    if qtype == GGMLQuantizationType.BF16:
+        return PackedFormat.BF16
+    if qtype == GGMLQuantizationType.F16:
+        return PackedFormat.F16
+    if MAX_QUANT[qtype] > 63:
+        return PackedFormat.FULL32
+    if MAX_QUANT[qtype] == 15:
+        return PackedFormat.NIBBLE32
+    return PackedFormat.BYTE16 if GROUP_SIZE[qtype] == 16 else PackedFormat.BYTE32
+
+
+def _padded_rows(t: torch.Tensor) -> torch.Tensor:
+    """``t`` [rows, ...] with zero rows up to a whole number of panels."""
+    missing = -t.shape[0] % PANEL_COLUMNS
+    return torch.cat([t, t.new_zeros((missing, *t.shape[1:]))]) if missing else t
+
+
+def pack_blocks(
+    data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int
+) -> tuple[torch.Tensor, PackedFormat]:
+    """GGUF blocks uint8 ``[rows, row_bytes]`` as the int kernels' panels (uint8, 1-D), and
+    their format: scales in fp16 where every one of them is exactly an fp16."""
+    fmt = packed_format(qtype)
+    if qtype in _FP16_SCALED:
+        panels = _pack_slices(data, qtype, rows, cols, half=True)
+        if panels is not None:
+            return panels, _HALF_SCALED[fmt]
+    panels = _pack_slices(data, qtype, rows, cols, half=False)
+    assert panels is not None
+    return panels, fmt
+
+
+def _pack_slices(
+    data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int, *, half: bool
+) -> torch.Tensor | None:
+    """The panels, a slice of rows at a time; None when ``half`` and some scale or min is no
+    fp16 (Q8_0's min = -128 d overflows it past |d| = 511.75).
+
+    NOTE: a slice at a time: the unpacked intermediates (a byte per weight and more) of a whole
+    embedding table would add tens of MB to the load's peak memory.
+    """
+    chunks = []
+    for start in range(0, rows, _PACK_ROWS):
+        count = min(_PACK_ROWS, rows - start)
+        unpacked = unpack_blocks(data[start : start + count].numpy(), qtype, count, cols)
+        if half and not (_fp16_exact(unpacked.scale) and _fp16_exact(unpacked.min)):
+            return None
+        chunks.append(_panels(unpacked, qtype, half))
+    return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+
+
+def _fp16_exact(values: np.ndarray) -> bool:
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(values.astype(np.float16).astype(np.float32), values))
+
+
+def _panels(unpacked: UnpackedBlocks, qtype: GGMLQuantizationType, half: bool) -> torch.Tensor:
+    cols = unpacked.quants.shape[1]
+    group = GROUP_SIZE[qtype]
+    groups, steps = cols // group, group // 4
+    quants = _padded_rows(torch.from_numpy(unpacked.quants))
+    panels = quants.shape[0] // PANEL_COLUMNS
+    # [panel, column, group, step, 4 k] -> [panel, group, step, column, 4 k]
+    steps_major = quants.view(panels, PANEL_COLUMNS, groups, steps, 4).permute(0, 2, 3, 1, 4)
+    if packed_format(qtype) == PackedFormat.NIBBLE32:
+        steps_major = steps_major[:, :, :4] | (steps_major[:, :, 4:] << 4)
+    scale_type = np.float16 if half else np.float32
+    per_group = [
+        _padded_rows(torch.from_numpy(values.astype(scale_type))).view(panels, PANEL_COLUMNS, groups).transpose(1, 2)
+        for values in (unpacked.scale, unpacked.min)
+    ]
+    parts = [t.contiguous().view(torch.uint8) for t in per_group] + [steps_major.reshape(panels, groups, -1)]
+    return torch.cat(parts, dim=2).reshape(-1)
+
+
+def pack_half(weight: torch.Tensor) -> torch.Tensor:
+    """A bf16 or fp16 weight ``[rows, cols]`` as the half kernels' panels (uint8, 1-D)."""
+    padded = _padded_rows(weight.detach())
+    panels = padded.shape[0] // PANEL_COLUMNS
+    if weight.dtype == torch.bfloat16:
+        pairs = F.pad(padded, (0, padded.shape[1] % 2)).view(panels, PANEL_COLUMNS, -1, 2)
+        return pairs.permute(0, 2, 1, 3).contiguous().view(torch.uint8).reshape(-1)
+    if weight.dtype == torch.float16:
+        return padded.view(panels, PANEL_COLUMNS, -1).transpose(1, 2).contiguous().view(torch.uint8).reshape(-1)
+    raise ValueError(f"half panels hold bfloat16 or float16 weights, not {weight.dtype}")
+
+
+def quantized_linear(
+    kernels: Any,
+    x: torch.Tensor,
+    panels: list[torch.Tensor],
+    formats: list[PackedFormat],
+    out_features: list[int],
+    bias: torch.Tensor | None,
+    isa: Isa,
+) -> torch.Tensor:
+    """``x`` float32 [M, K] (rows contiguous) times the parts stacked along the output."""
+    out: torch.Tensor = kernels.quantized_linear(x, panels, formats, out_features, bias, isa)
+    return out
+
+
+def kernel_name(kernels: Any, fmt: PackedFormat, isa: Isa) -> str:
+    """The kernel ``isa`` picks for ``fmt`` on this CPU; raises when the CPU cannot run it."""
+    name: str = kernels.quantized_kernel(int(fmt), int(isa))
+    return name
+
+
+def dequantize_rows(kernels: Any, panels: torch.Tensor, fmt: PackedFormat, cols: int, ids: torch.Tensor) -> torch.Tensor:
+    """Rows ``ids`` of a packed weight as float32 ``[len(ids), cols]``, exactly as the file's."""
+    out: torch.Tensor = kernels.dequantize_packed_rows(panels, int(fmt), cols, ids)
+    return out
+
+
+def quantize_activations(kernels: Any, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The int8 values and per-32 scales the int kernels multiply for ``x`` (for tests)."""
+    q, scale, _ = kernels.quantize_activations(x)
+    return q, scale
+
+

@@ -1,0 +1,177 @@
+// AVX-512 panel kernels: int8 activations x unsigned weight quants by vpdpbusd (VNNI), and
+// bf16 weights by vdpbf16ps (AVX512-BF16). Compiled for those ISAs per function, so the
+// library loads anywhere; the dispatcher calls them only where the CPU has them.
+//
+// Per group and row: G/4 vpdpbusd (16 columns x 4 k each, the activation's 4 bytes
+// broadcast) into an int32 dot, then acc += dot * dx * scale + min * sum(x): the whole
+// weight group is loaded (and its nibbles unpacked) once per tile of kRowTile rows.
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quantized.h"
+
+#define GOMGR_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define GOMGR_TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+namespace gomgr_quant {
+namespace {
+
+constexpr int kIntRowTile = 8;
+// NOTE: eight independent accumulators hide vdpbf16ps's latency (one chain per row).
+constexpr int kHalfRowTile = 8;
+
+template <bool kHalf>
+GOMGR_TARGET_VNNI inline __m512 load_scales(const uint8_t* p) {
+  if constexpr (kHalf) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_loadu_ps(p);
+}
+
+template <int MR, Format F>
+GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* panel, const float* bias, float* y,
+                                int64_t ldy, __mmask16 mask) {
+  constexpr Format Q = quant_format(F);
+  constexpr int64_t G = group_size(F);
+  constexpr int kSteps = G / 4;
+  constexpr int64_t kGroupBytes = group_bytes(F);
+  const int64_t groups = x.K / G, blocks = x.K / kActBlock;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* gp = panel + g * kGroupBytes;
+    const __m512 scale = load_scales<half_scales(F)>(gp);
+    const __m512 minimum = load_scales<half_scales(F)>(gp + kCols * scale_bytes(F));
+    const uint8_t* quants = gp + 2 * kCols * scale_bytes(F);
+    __m512i w[kSteps];
+    if constexpr (Q == kNibble32) {
+      for (int i = 0; i < 4; ++i) {
+        const __m512i v = _mm512_loadu_si512(quants + 64 * i);
+        w[i] = _mm512_and_si512(v, low4);
+        w[i + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      }
+    } else {
+      for (int t = 0; t < kSteps; ++t) w[t] = _mm512_loadu_si512(quants + 64 * t);
+    }
+    const int64_t k0 = g * G;
+    for (int r = 0; r < MR; ++r) {
+      const int64_t m = m0 + r;
+      const int8_t* xq = x.q + m * x.K + k0;
+      // NOTE: two dependency chains instead of one halve the wait on vpdpbusd's latency.
+      __m512i dot[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+      for (int t = 0; t < kSteps; ++t) {
+        int32_t four;
+        std::memcpy(&four, xq + 4 * t, 4);
+        dot[t & 1] = _mm512_dpbusd_epi32(dot[t & 1], w[t], _mm512_set1_epi32(four));
+      }
+      const float dx = x.dx[m * blocks + k0 / kActBlock];
+      const float sx = G == 16 ? x.s16[m * (x.K / 16) + k0 / 16] : x.s32[m * blocks + k0 / kActBlock];
+      const __m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(dot[0], dot[1]));
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx)), scale, acc[r]);
+      acc[r] = _mm512_fmadd_ps(minimum, _mm512_set1_ps(sx), acc[r]);
+    }
+  }
+  const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
+  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (m0 + r) * ldy, mask, _mm512_add_ps(acc[r], b));
+}
+
+template <Format F>
+GOMGR_TARGET_VNNI void int_rows(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel, const float* bias,
+                                float* y, int64_t ldy, __mmask16 mask) {
+  int64_t r = 0;
+  for (; r + kIntRowTile <= rows; r += kIntRowTile) int_tile<kIntRowTile, F>(x, m0 + r, panel, bias, y, ldy, mask);
+  switch (rows - r) {
+    case 7: int_tile<7, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 6: int_tile<6, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 5: int_tile<5, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 4: int_tile<4, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 3: int_tile<3, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 2: int_tile<2, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    case 1: int_tile<1, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
+    default: break;
+  }
+}
+
+template <int MR>
+GOMGR_TARGET_BF16 void bf16_tile(const uint32_t* xb, int64_t K2, int64_t m0, const uint8_t* panel, const float* bias,
+                                 float* y, int64_t ldy, __mmask16 mask) {
+  // NOTE: few rows make few dependency chains: those take U k-pairs into U accumulators each.
+  constexpr int U = MR >= kHalfRowTile ? 1 : MR >= 4 ? 2 : 4;
+  __m512 acc[MR][U];
+  for (int r = 0; r < MR; ++r)
+    for (int u = 0; u < U; ++u) acc[r][u] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + U <= K2; k += U)
+    for (int u = 0; u < U; ++u) {
+      const __m512bh w = (__m512bh)_mm512_loadu_si512(panel + 64 * (k + u));
+      for (int r = 0; r < MR; ++r)
+        acc[r][u] = _mm512_dpbf16_ps(acc[r][u], w, (__m512bh)_mm512_set1_epi32(xb[(m0 + r) * K2 + k + u]));
+    }
+  for (; k < K2; ++k) {
+    const __m512bh w = (__m512bh)_mm512_loadu_si512(panel + 64 * k);
+    for (int r = 0; r < MR; ++r)
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], w, (__m512bh)_mm512_set1_epi32(xb[(m0 + r) * K2 + k]));
+  }
+  const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
+  for (int r = 0; r < MR; ++r) {
+    __m512 sum = b;
+    for (int u = 0; u < U; ++u) sum = _mm512_add_ps(sum, acc[r][u]);
+    _mm512_mask_storeu_ps(y + (m0 + r) * ldy, mask, sum);
+  }
+}
+
+inline __mmask16 column_mask(int64_t cols) {
+  return cols >= kCols ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+}
+
+}  // namespace
+
+GOMGR_TARGET_VNNI void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel,
+                                             Format f, const float* bias, float* y, int64_t ldy, int64_t cols) {
+  const __mmask16 mask = column_mask(cols);
+  switch (f) {
+    case kNibble32: int_rows<kNibble32>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kByte32: int_rows<kByte32>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kByte32Half: int_rows<kByte32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    default: break;
+  }
+}
+
+GOMGR_TARGET_BF16 void bf16_rows_avx512(const float* x, int64_t ldx, int64_t M, int64_t K, uint16_t* out) {
+  const int64_t width = (K + 1) / 2 * 2;
+  for (int64_t m = 0; m < M; ++m) {
+    uint16_t* row = out + m * width;
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + k), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + m * ldx + k)));
+    const __mmask16 tail = __mmask16((1u << (K - k)) - 1);
+    const __m256i last = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail, x + m * ldx + k));
+    _mm256_mask_storeu_epi16(row + k, __mmask16((1u << (width - k)) - 1), last);
+  }
+}
+
+GOMGR_TARGET_BF16 void bf16_panel_avx512(const uint32_t* xb, int64_t K2, int64_t m0, int64_t rows,
+                                         const uint8_t* panel, const float* bias, float* y, int64_t ldy,
+                                         int64_t cols) {
+  const __mmask16 mask = column_mask(cols);
+  int64_t r = 0;
+  for (; r + kHalfRowTile <= rows; r += kHalfRowTile)
+    bf16_tile<kHalfRowTile>(xb, K2, m0 + r, panel, bias, y, ldy, mask);
+  switch (rows - r) {
+    case 7: bf16_tile<7>(xb, K2, m0 + r, panel, bias, y, ldy, mask); break;
+    case 6: bf16_tile<6>(xb, K2, m0 + r, panel, bias, y, ldy, mask); break;
+    case 5: bf16_tile<5>(xb, K2, m0 + r, panel, bias, y, ldy, mask); break;
+    case 4: bf16_tile<4>(xb, K2, m0 + r, panel, bias, y, ldy, mask); break;
+    case 3: bf16_tile<3>(xb, K2, m0 + r, panel, bias, y, ldy, mask); break;
+    case 2: bf16_tile<2>(xb, K2, m0 + r, panel, bias, y, ldy, mask); break;
+    case 1: bf16_tile<1>(xb, K2, m0 + r, panel, bias, y, ldy, mask); break;
+    default: break;
+  }
+}
+
+}  // namespace gomgr_quant

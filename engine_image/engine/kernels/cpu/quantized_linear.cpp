@@ -1,0 +1,298 @@
+// y = x @ W^T (+ bias) over weights repacked from GGUF blocks (quantized.h has the formats),
+// for one or several parts stacked along the output dimension (fused q/k/v, gate/up) whose
+// formats may differ. The activations are quantized to int8 once per call for every int
+// part; the panels of all parts share one parallel loop, so small parts do not idle threads.
+//
+// Kernel choice: the best the CPU runs (__builtin_cpu_supports), or forced by `isa`
+// (0: AVX2 / F16C, 1: AVX-512) so that tests run every path the machine can run.
+
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
+#include <torch/library.h>
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "quantized.h"
+
+namespace gomgr_quant {
+namespace {
+
+constexpr int64_t kRowBlock = 256;
+
+enum class Kernel { kVnni, kAvx2Int, kBf16Avx512, kBf16Avx2, kF16c };
+
+bool has_vnni() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+
+bool has_avx512_bf16() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"); }
+
+Kernel resolve(int64_t format, int64_t isa) {
+  TORCH_CHECK(format >= kNibble32 && format <= kFull32Half, "unknown packed weight format ", format);
+  TORCH_CHECK(isa >= -1 && isa <= 1, "isa must be -1 (best), 0 (AVX2) or 1 (AVX-512), got ", isa);
+  const Format f = static_cast<Format>(format);
+  if (f == kF16) return Kernel::kF16c;
+  if (f == kBF16) {
+    TORCH_CHECK(isa != 1 || has_avx512_bf16(), "the AVX512-BF16 kernel needs a CPU with avx512_bf16");
+    return (isa == 1 || (isa == -1 && has_avx512_bf16())) ? Kernel::kBf16Avx512 : Kernel::kBf16Avx2;
+  }
+  TORCH_CHECK(isa != 1 || has_vnni(), "the AVX-512 VNNI kernel needs a CPU with avx512_vnni (and avx512bw, avx512vl)");
+  return (isa == 1 || (isa == -1 && has_vnni())) ? Kernel::kVnni : Kernel::kAvx2Int;
+}
+
+int64_t panel_bytes(Format f, int64_t K) {
+  if (f == kBF16) return (K + 1) / 2 * 2 * kCols * 2;
+  if (f == kF16) return K * kCols * 2;
+  return K / group_size(f) * group_bytes(f);
+}
+
+struct Int8Buffers {
+  at::Tensor q, dx, s16, s32;
+};
+
+// Per row and block of 32: d = max|x| / 127, q = round(x / d) (llama.cpp's q8_0 activations),
+// in AVX2 (the library's base ISA): 4 vectors per block.
+void quantize_block(const float* v, int8_t* q, float* dx, float* s16, float* s32) {
+  const __m256 sign = _mm256_set1_ps(-0.f);
+  __m256 a[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    a[i] = _mm256_loadu_ps(v + 8 * i);
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, a[i]));
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const float max_abs = _mm_cvtss_f32(m4);
+  const float d = max_abs / 127.f;
+  const __m256 inv = _mm256_set1_ps(max_abs > 0.f ? 127.f / max_abs : 0.f);
+  __m256i qi[4];
+  for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(a[i], inv));  // rounds to nearest even
+  const __m256i halves[2] = {_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])};
+  int32_t sums[2];
+  for (int h = 0; h < 2; ++h) {
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(halves[h]), _mm256_extracti128_si256(halves[h], 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    sums[h] = _mm_cvtsi128_si32(s4);
+  }
+  // NOTE: the packs interleave 128-bit lanes; the permutation puts the 32 bytes back in order.
+  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
+                      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  *dx = d;
+  s16[0] = d * sums[0];
+  s16[1] = d * sums[1];
+  *s32 = d * (sums[0] + sums[1]);
+}
+
+Int8Buffers quantize_rows(const at::Tensor& x) {
+  const int64_t M = x.size(0), K = x.size(1), ldx = x.stride(0), blocks = K / kActBlock;
+  TORCH_CHECK(K % kActBlock == 0, "int8 activations need a width that is a multiple of 32, got ", K);
+  Int8Buffers b{at::empty({M, K}, x.options().dtype(at::kChar)), at::empty({M, blocks}, x.options()),
+                at::empty({M, K / 16}, x.options()), at::empty({M, blocks}, x.options())};
+  const float* xp = x.data_ptr<float>();
+  int8_t* q = b.q.data_ptr<int8_t>();
+  float *dx = b.dx.data_ptr<float>(), *s16 = b.s16.data_ptr<float>(), *s32 = b.s32.data_ptr<float>();
+  // NOTE: a block takes nanoseconds: threads only pay for many rows.
+  at::parallel_for(0, M, std::max<int64_t>(1, 16384 / K), [&](int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m)
+      for (int64_t i = m * blocks; i < (m + 1) * blocks; ++i)
+        quantize_block(xp + m * ldx + (i - m * blocks) * kActBlock, q + i * kActBlock, dx + i, s16 + 2 * i, s32 + i);
+  });
+  return b;
+}
+
+at::Tensor bf16_pairs(const at::Tensor& x) {
+  const int64_t M = x.size(0), K = x.size(1), K2 = (K + 1) / 2;
+  at::Tensor xb = at::empty({M, K2}, x.options().dtype(at::kInt));
+  bf16_rows_avx512(x.data_ptr<float>(), x.stride(0), M, K, reinterpret_cast<uint16_t*>(xb.data_ptr<int32_t>()));
+  return xb;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_activations(const at::Tensor& x) {
+  TORCH_CHECK(x.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1, "x must be a float32 matrix with contiguous rows");
+  Int8Buffers b = quantize_rows(x);
+  return {b.q, b.dx, b.s16};
+}
+
+struct Part {
+  Format format;
+  Kernel kernel;
+  const uint8_t* panels;
+  int64_t bytes_per_panel, first_panel, first_column, columns;
+};
+
+at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& panels, const std::vector<int64_t>& formats,
+                            const std::vector<int64_t>& out_features, const std::optional<at::Tensor>& bias, int64_t isa) {
+  TORCH_CHECK(x.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1, "x must be a float32 matrix with contiguous rows");
+  TORCH_CHECK(!panels.empty() && panels.size() == formats.size() && panels.size() == out_features.size(),
+              "one format and out_features per packed part");
+  const int64_t M = x.size(0), K = x.size(1);
+  std::vector<Part> parts;
+  int64_t total_panels = 0, N = 0;
+  bool any_int = false, any_bf16_avx512 = false, any_bf16_avx2 = false;
+  for (size_t i = 0; i < panels.size(); ++i) {
+    const Format f = static_cast<Format>(formats[i]);
+    const Kernel kernel = resolve(f, isa);
+    const int64_t count = (out_features[i] + kCols - 1) / kCols, bytes = panel_bytes(f, K);
+    TORCH_CHECK(panels[i].scalar_type() == at::kByte && panels[i].is_contiguous() && panels[i].numel() == count * bytes,
+                "packed part ", i, " does not match x's width (", K, ") and its out_features (", out_features[i], ")");
+    parts.push_back({f, kernel, panels[i].data_ptr<uint8_t>(), bytes, total_panels, N, out_features[i]});
+    total_panels += count;
+    N += out_features[i];
+    any_int |= is_int(f);
+    any_bf16_avx512 |= kernel == Kernel::kBf16Avx512;
+    any_bf16_avx2 |= kernel == Kernel::kBf16Avx2;
+  }
+  const float* bp = nullptr;
+  if (bias.has_value()) {
+    TORCH_CHECK(bias->scalar_type() == at::kFloat && bias->is_contiguous() && bias->numel() == N, "bias must be float32 [out_features]");
+    bp = bias->data_ptr<float>();
+  }
+  Int8Buffers ib;
+  if (any_int) ib = quantize_rows(x);
+  const Int8Rows rows8 = any_int ? Int8Rows{ib.q.data_ptr<int8_t>(), ib.dx.data_ptr<float>(), ib.s16.data_ptr<float>(),
+                                            ib.s32.data_ptr<float>(), K}
+                                 : Int8Rows{};
+  const at::Tensor xb = any_bf16_avx512 ? bf16_pairs(x) : at::Tensor();
+  // NOTE: the AVX2 bf16 kernel reads x in k pairs: an odd width gets a zero column.
+  const at::Tensor xf = any_bf16_avx2 && K % 2 ? at::constant_pad_nd(x, {0, 1}) : x;
+  const int64_t K2 = (K + 1) / 2;
+  at::Tensor out = at::empty({M, N}, x.options());
+  float* yp = out.data_ptr<float>();
+  for (int64_t r0 = 0; r0 < M; r0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, M - r0);
+    at::parallel_for(0, total_panels, 1, [&](int64_t begin, int64_t end) {
+      size_t i = 0;
+      for (int64_t pi = begin; pi < end; ++pi) {
+        while (pi >= parts[i].first_panel + (parts[i].columns + kCols - 1) / kCols) ++i;
+        const Part& part = parts[i];
+        const int64_t p = pi - part.first_panel, n0 = part.first_column + p * kCols;
+        const int64_t cols = std::min(kCols, part.columns - p * kCols);
+        const uint8_t* panel = part.panels + p * part.bytes_per_panel;
+        const float* b = bp != nullptr ? bp + n0 : nullptr;
+        switch (part.kernel) {
+          case Kernel::kVnni: int_panel_avx512_vnni(rows8, r0, rows, panel, part.format, b, yp + n0, N, cols); break;
+          case Kernel::kAvx2Int: int_panel_avx2(rows8, r0, rows, panel, part.format, b, yp + n0, N, cols); break;
+          case Kernel::kBf16Avx512:
+            bf16_panel_avx512(reinterpret_cast<const uint32_t*>(xb.data_ptr<int32_t>()), K2, r0, rows, panel, b, yp + n0, N, cols);
+            break;
+          case Kernel::kBf16Avx2:
+            bf16_panel_avx2(xf.data_ptr<float>(), xf.stride(0), K2, r0, rows, panel, b, yp + n0, N, cols);
+            break;
+          case Kernel::kF16c: f16_panel_f16c(x.data_ptr<float>(), x.stride(0), K, r0, rows, panel, b, yp + n0, N, cols); break;
+        }
+      }
+    });
+  }
+  return out;
+}
+
+std::string quantized_kernel(int64_t format, int64_t isa) {
+  switch (resolve(format, isa)) {
+    case Kernel::kVnni: return "avx512-vnni int8";
+    case Kernel::kAvx2Int: return "avx2 int8";
+    case Kernel::kBf16Avx512: return "avx512-bf16";
+    case Kernel::kBf16Avx2: return "avx2 bf16->fp32";
+    case Kernel::kF16c: return "f16c fp16->fp32";
+  }
+  return "";
+}
+
+float scale_at(const uint8_t* group, Format f, int64_t i) {
+  if (half_scales(f)) {
+    uint16_t h;
+    std::memcpy(&h, group + 2 * i, 2);
+    return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
+  }
+  float v;
+  std::memcpy(&v, group + 4 * i, 4);
+  return v;
+}
+
+// Column j of a panel (one weight row) as float32 [K].
+void dequantize_column(const uint8_t* panel, Format f, int64_t K, int64_t j, float* out) {
+  if (f == kBF16 || f == kF16) {
+    for (int64_t k = 0; k < K; ++k) {
+      uint16_t h;
+      if (f == kBF16) {
+        std::memcpy(&h, panel + ((k / 2) * kCols * 2 + j * 2 + k % 2) * 2, 2);
+        const uint32_t bits = static_cast<uint32_t>(h) << 16;
+        std::memcpy(out + k, &bits, 4);
+      } else {
+        std::memcpy(&h, panel + (k * kCols + j) * 2, 2);
+        out[k] = static_cast<float>(c10::Half(h, c10::Half::from_bits()));
+      }
+    }
+    return;
+  }
+  const int64_t G = group_size(f);
+  for (int64_t g = 0; g < K / G; ++g) {
+    const uint8_t* gp = panel + g * group_bytes(f);
+    const float scale = scale_at(gp, f, j), minimum = scale_at(gp, f, kCols + j);
+    const uint8_t* quants = gp + 2 * kCols * scale_bytes(f) + 4 * j;
+    for (int64_t kk = 0; kk < G; ++kk) {
+      const int64_t step = kk / 4;
+      int q;
+      if (quant_format(f) == kNibble32) {
+        const uint8_t byte = quants[64 * (step % 4) + kk % 4];
+        q = step < 4 ? byte & 0x0F : byte >> 4;
+      } else {
+        q = quants[64 * step + kk % 4];
+      }
+      // NOTE: one rounding of scale * q + min, as the gguf reference rounds d * (q - offset) once.
+      out[g * G + kk] = std::fma(scale, static_cast<float>(q), minimum);
+    }
+  }
+}
+
+// Rows `ids` of a packed weight as float32 [T, K]: embedding lookups without a float copy.
+at::Tensor dequantize_packed_rows(const at::Tensor& panels, int64_t format, int64_t K, const at::Tensor& ids) {
+  TORCH_CHECK(format >= kNibble32 && format <= kFull32Half, "unknown packed weight format ", format);
+  const Format f = static_cast<Format>(format);
+  TORCH_CHECK(ids.scalar_type() == at::kLong && ids.dim() == 1 && ids.is_contiguous(), "ids must be a 1-D int64 tensor");
+  const int64_t bytes = panel_bytes(f, K), count = panels.numel() / bytes, T = ids.size(0);
+  TORCH_CHECK(panels.scalar_type() == at::kByte && panels.is_contiguous() && panels.numel() % bytes == 0,
+              "the packed weight does not match its width (", K, ")");
+  const int64_t* idp = ids.data_ptr<int64_t>();
+  for (int64_t t = 0; t < T; ++t)
+    TORCH_CHECK(idp[t] >= 0 && idp[t] < count * kCols, "row ", idp[t], " is outside the packed weight");
+  at::Tensor out = at::empty({T, K}, panels.options().dtype(at::kFloat));
+  const uint8_t* pp = panels.data_ptr<uint8_t>();
+  float* op = out.data_ptr<float>();
+  at::parallel_for(0, T, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const uint8_t* panel = pp + (idp[t] / kCols) * bytes;
+      dequantize_column(panel, f, K, idp[t] % kCols, op + t * K);
+    }
+  });
+  return out;
+}
+
+}  // namespace
+}  // namespace gomgr_quant
+
+TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
+  m.def("quantize_activations(Tensor x) -> (Tensor, Tensor, Tensor)");
+  m.impl("quantize_activations", &gomgr_quant::quantize_activations);
+  m.def("quantized_linear(Tensor x, Tensor[] panels, int[] formats, int[] out_features, Tensor? bias, int isa) -> Tensor");
+  m.impl("quantized_linear", &gomgr_quant::quantized_linear);
+  m.def("quantized_kernel(int format, int isa) -> str");
+  m.impl("quantized_kernel", &gomgr_quant::quantized_kernel);
+  m.def("dequantize_packed_rows(Tensor panels, int format, int K, Tensor ids) -> Tensor");
+  m.impl("dequantize_packed_rows", &gomgr_quant::dequantize_packed_rows);
+}

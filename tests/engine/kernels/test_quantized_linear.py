@@ -1,0 +1,214 @@
+"""The quantized CPU linear kernels (GGUF block types, bf16, fp16) on every path this CPU can
+run, against float64 products of the ``gguf`` package's dequantized weights.
+
+Two references, two tolerances:
+(a) the weights times the activations as the kernel rounds them (int8 per block of 32, or
+    bf16 for vdpbf16ps): what is left is float32 accumulation, bounded by 1e-5 of the sum of
+    the products' magnitudes (K/32 <= 48 float32 adds of error 6e-8 each: 3e-6 at worst);
+(b) the weights times the float activations: the activation rounding's own worst case on top,
+    half a step (max|x_block| / 254 for int8, 2^-8 |x| for bf16) times |w|, summed over k.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+from gguf.quants import quantize
+
+from engine.kernels.cpu import load_cpu_kernels
+from engine.kernels.cpu.quantized import Isa, PackedFormat, quantize_activations
+from engine.layers import quantized_linear
+from engine.layers.block_tensor import BlockTensor
+from engine.layers.quantized_linear import TORCH_PATH, QuantizedEmbedding, QuantizedLinear
+from tests.engine.kernels.cpu_features import CPU_FLAGS, require_cpu
+
+T = GGMLQuantizationType
+INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K)
+QUANTIZABLE = frozenset({T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0})
+HALF_TYPES = (T.BF16, T.F16)
+
+@pytest.fixture(scope="module")
+def kernels():
+    loaded = load_cpu_kernels()
+    assert loaded is not None, "the CPU kernels did not build; see the warning logged"
+    return loaded
+
+
+def _require_isa(qtype: GGMLQuantizationType, isa: Isa) -> None:
+    if isa == Isa.AVX512 and qtype == T.BF16:
+        require_cpu("avx512f", "avx512_bf16")
+    elif isa == Isa.AVX512 and qtype in INT_TYPES:
+        require_cpu("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
+    else:
+        require_cpu("avx2", "fma", "f16c")
+
+
+def make_weight(qtype: GGMLQuantizationType, rows: int, cols: int, seed: int) -> BlockTensor:
+    """Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and the half types from gguf's quantizer; K-quants as random valid
+    blocks (random bytes under small positive fp16 super-block scales)."""
+    rng = np.random.default_rng(seed)
+    if qtype in HALF_TYPES:
+        dtype = torch.bfloat16 if qtype == T.BF16 else torch.float16
+        return BlockTensor(qtype, rows, cols, torch.from_numpy(rng.standard_normal((rows, cols), np.float32)).to(dtype))
+    if qtype in QUANTIZABLE:
+        data = quantize(rng.standard_normal((rows, cols), np.float32), qtype)
+        return BlockTensor(qtype, rows, cols, torch.from_numpy(data))
+    block_size, type_size = GGML_QUANT_SIZES[qtype]
+    blocks = rng.integers(0, 256, (rows * cols // block_size, type_size), dtype=np.uint8)
+    scales = (rng.random((len(blocks), 2)) * 0.01 + 1e-3).astype(np.float16).view(np.uint8)
+    if qtype == T.Q6_K:
+        blocks[:, -2:] = scales[:, :2]  # d
+    else:
+        blocks[:, :4] = scales  # d, dmin
+    return BlockTensor(qtype, rows, cols, torch.from_numpy(blocks.reshape(rows, -1)))
+
+
+def _rounded_activations(kernels, x: torch.Tensor, qtype: GGMLQuantizationType, isa: Isa) -> torch.Tensor:
+    """``x`` as the kernel multiplies it, in float64."""
+    if qtype in INT_TYPES:
+        q, scale = quantize_activations(kernels, x)
+        return q.double() * scale.double().repeat_interleave(32, dim=1)
+    if qtype == T.BF16 and isa == Isa.AVX512:
+        return x.bfloat16().double()
+    return x.double()
+
+
+def _check(got: torch.Tensor, x_used: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+           rounding: torch.Tensor) -> None:
+    """(a) within 1e-5 of |x_used| |W|^T of x_used W^T; (b) within ``rounding`` |W|^T more of x W^T."""
+    w = weight.double()
+    b = 0 if bias is None else bias.double()
+    accumulation = 1e-5 * (x_used.abs() @ w.abs().T) + 1e-6
+    error_a = (got.double() - (x_used @ w.T + b)).abs()
+    assert (error_a <= accumulation).all(), f"reference (a): worst excess {(error_a - accumulation).max():.3g}"
+    error_b = (got.double() - (x.double() @ w.T + b)).abs()
+    bound_b = accumulation + rounding @ w.abs().T
+    assert (error_b <= bound_b).all(), f"reference (b): worst excess {(error_b - bound_b).max():.3g}"
+
+
+def _rounding_bound(x: torch.Tensor, qtype: GGMLQuantizationType, isa: Isa) -> torch.Tensor:
+    """Worst-case |x - x_used| per element: half an int8 step of its block, or bf16's."""
+    if qtype in INT_TYPES:
+        block_max = x.double().abs().view(x.shape[0], -1, 32).amax(dim=2)
+        return (block_max / 254).repeat_interleave(32, dim=1) * (1 + 1e-6)
+    if qtype == T.BF16 and isa == Isa.AVX512:
+        return x.double().abs() * 2.0**-8
+    return torch.zeros_like(x, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("qtype", INT_TYPES + HALF_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("rows", [1, 3, 8, 33, 64])
+def test_quantized_linear_matches_float64(kernels, qtype: GGMLQuantizationType, isa: Isa, rows: int) -> None:
+    _require_isa(qtype, isa)
+    in_features = 512 if qtype in INT_TYPES else 131  # half types: an odd width, a lone last k
+    weight = make_weight(qtype, 37, in_features, seed=rows)
+    x = torch.randn(rows, in_features, generator=torch.Generator().manual_seed(rows))
+    layer = QuantizedLinear([weight], isa=isa)
+    assert ("avx512" in layer.kernel_path) == (isa == Isa.AVX512 and qtype != T.F16), layer.kernel_path
+    got = layer(x)
+    assert got.shape == (rows, 37) and got.dtype == torch.float32
+    _check(got, _rounded_activations(kernels, x, qtype, isa), x, weight.dequantize(), None,
+           _rounding_bound(x, qtype, isa))
+
+
+@pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512], ids=["avx2", "avx512"])
+def test_fused_parts_of_mixed_types_with_bias(kernels, isa: Isa) -> None:
+    """q/k/v-like parts of three types (column counts across panel edges) and one bias."""
+    _require_isa(T.Q4_K, isa)
+    parts = [make_weight(T.Q4_K, 17, 256, 1), make_weight(T.Q6_K, 21, 256, 2), make_weight(T.Q8_0, 16, 256, 3)]
+    bias = torch.randn(54)
+    x = torch.randn(9, 256)
+    got = QuantizedLinear(parts, bias, isa=isa)(x)
+    weight = torch.cat([part.dequantize() for part in parts])
+    _check(got, _rounded_activations(kernels, x, T.Q4_K, isa), x, weight, bias, _rounding_bound(x, T.Q4_K, isa))
+
+
+def test_activations_are_rounded_to_int8_per_block_of_32(kernels) -> None:
+    """The rounding reference (a) rests on: q = round(x * 127 / max|x_block|)."""
+    x = torch.randn(5, 96) * torch.logspace(-3, 3, 96)
+    q, scale = quantize_activations(kernels, x)
+    blocks = x.view(5, 3, 32)
+    expected_scale = blocks.abs().amax(dim=2) / 127
+    torch.testing.assert_close(scale, expected_scale)
+    expected_q = torch.round(blocks * (127 / blocks.abs().amax(dim=2, keepdim=True))).view(5, 96)
+    assert (q.int() - expected_q.int()).abs().max() <= 1  # float32 ties may round either way
+    assert q.abs().max() <= 127
+
+
+@pytest.mark.parametrize("qtype", INT_TYPES + HALF_TYPES, ids=lambda t: t.name)
+def test_embedding_rows_are_exact(kernels, qtype: GGMLQuantizationType) -> None:
+    weight = make_weight(qtype, 40, 256, seed=7)
+    embedding = QuantizedEmbedding(weight)
+    ids = torch.tensor([[0, 39, 17], [16, 15, 0]])
+    got = embedding(ids)
+    assert got.shape == (2, 3, 256)
+    torch.testing.assert_close(got, weight.dequantize()[ids], rtol=0, atol=0)
+
+
+def test_tied_head_shares_the_embedding_panels(kernels) -> None:
+    weight = make_weight(T.Q8_0, 40, 256, seed=8)
+    embedding = QuantizedEmbedding(weight)
+    head = embedding.as_linear()
+    (panels, _), = head.packed_parts
+    assert head.weight_bytes == panels.numel()
+    # NOTE: 8-bit quants plus an fp16 scale and min per 32 weights: 9 bits per weight.
+    assert head.weight_bytes == 48 * 256 * 9 // 8  # 40 rows padded to 3 panels of 16
+    x = torch.randn(2, 256)
+    _check(head(x), _rounded_activations(kernels, x, T.Q8_0, Isa.BEST), x, weight.dequantize(), None,
+           _rounding_bound(x, T.Q8_0, Isa.BEST))
+
+
+def test_forcing_a_path_the_cpu_lacks_names_the_feature(kernels) -> None:
+    if "avx512_vnni" in CPU_FLAGS:
+        pytest.skip("this CPU has avx512_vnni: every path runs here")
+    with pytest.raises(RuntimeError, match="avx512_vnni"):
+        QuantizedLinear([make_weight(T.Q4_0, 16, 64, 0)], isa=Isa.AVX512)
+
+
+def test_f32_weights_use_the_fp32_packed_kernel(kernels) -> None:
+    weight = torch.randn(30, 64)
+    layer = QuantizedLinear([BlockTensor(T.F32, 30, 64, weight)])
+    assert layer.kernel_path == quantized_linear.FP32_PATH
+    x = torch.randn(3, 64)
+    torch.testing.assert_close(layer(x), x @ weight.T, rtol=1e-5, atol=1e-5)
+
+
+def test_torch_fallback_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the kernels cannot be built (and on CUDA) the weight is dequantized once at load."""
+    monkeypatch.setattr(quantized_linear, "load_cpu_kernels", lambda: None)
+    parts = [make_weight(T.Q4_K, 20, 256, 4), make_weight(T.BF16, 12, 256, 5)]
+    bias = torch.randn(32)
+    layer = QuantizedLinear(parts, bias)
+    assert layer.kernel_path == TORCH_PATH
+    x = torch.randn(4, 256)
+    weight = torch.cat([part.dequantize() for part in parts])
+    torch.testing.assert_close(layer(x), x @ weight.T + bias, rtol=1e-5, atol=1e-4)
+    embedding = QuantizedEmbedding(parts[0])
+    torch.testing.assert_close(embedding(torch.tensor([3, 19])), parts[0].dequantize()[[3, 19]], rtol=0, atol=0)
+
+
+def test_tall_weights_are_packed_a_slice_of_rows_at_a_time(kernels) -> None:
+    """Past 4,096 rows the packing goes slice by slice; the rows come out as one weight."""
+    weight = make_weight(T.Q4_1, 4096 + 37, 64, seed=9)
+    embedding = QuantizedEmbedding(weight)
+    ids = torch.tensor([0, 4095, 4096, 4132, 17])
+    torch.testing.assert_close(embedding(ids), weight.dequantize()[ids], rtol=0, atol=0)
+    x = torch.randn(2, 64)
+    _check(embedding.as_linear()(x), _rounded_activations(kernels, x, T.Q4_1, Isa.BEST), x, weight.dequantize(), None,
+           _rounding_bound(x, T.Q4_1, Isa.BEST))
+
+
+def test_scales_stay_float32_where_fp16_cannot_hold_them(kernels) -> None:
+    """Q8_0's min is -128 d: past |d| = 511.75 it is no fp16, and the weight keeps float32 scales."""
+    small = make_weight(T.Q8_0, 16, 64, seed=10)
+    assert QuantizedEmbedding(small).as_linear().packed_parts[0][1] == PackedFormat.FULL32_HALF
+    data = small.data.clone()
+    data[3, :2] = torch.from_numpy(np.array([600.0], np.float16).view(np.uint8))  # row 3's first d
+    large = BlockTensor(T.Q8_0, 16, 64, data)
+    embedding = QuantizedEmbedding(large)
+    assert embedding.as_linear().packed_parts[0][1] == PackedFormat.FULL32
+    ids = torch.arange(16)
+    torch.testing.assert_close(embedding(ids), large.dequantize(), rtol=0, atol=0)
