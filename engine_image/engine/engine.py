@@ -16,6 +16,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.core.errors import InvalidRequest
 from engine.engine_config import EngineConfig
+from engine.gguf.hf_view import hf_directory
 from engine.runtime.model_runner import ModelRunner
 from engine.sampling.params import SamplingParams
 from engine.scheduler.request import Req
@@ -33,7 +34,7 @@ class Engine:
     def __init__(self, model_path: str, **kwargs: Any) -> None:
         self.config = EngineConfig(model_path=model_path, **kwargs)
         self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(
-            self.config.tokenizer_path or model_path
+            self.config.tokenizer_path or hf_directory(model_path)
         )
         self.runner = ModelRunner(self.config)
         extra_eos = [self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id is not None else []

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from engine.core.errors import UnsupportedModelError
+from engine.gguf.hf_view import hf_directory
 from engine.ipc.sockets import PortArgs
 from engine.ipc.startup import SchedulerReady
 from engine.server.server_args import ServerArgs, parse_server_args
@@ -52,7 +54,12 @@ def serve(args: ServerArgs) -> None:
     _check_port_free(args.host, args.port)
     port_args = PortArgs.create()
     supervisor = Supervisor()
-    tokenizer_path = args.tokenizer_path or args.model_path
+    try:
+        # NOTE: before the children start, so a GGUF's tokenizer is converted once, here.
+        hf_dir = hf_directory(args.model_path)
+    except UnsupportedModelError as err:
+        _fail(str(err))
+    tokenizer_path = args.tokenizer_path or hf_dir
     try:
         with bound_omp_threads():
             supervisor.spawn("scheduler", SCHEDULER_ENTRY, args.engine_config(), port_args, args.log_level)
@@ -84,7 +91,7 @@ def serve(args: ServerArgs) -> None:
         tokenizer=tokenizer,
         # NOTE: once the scheduler listens, so its socket connects at once, not on a retry.
         tokenizer_manager=TokenizerManager(port_args, args.batch_notify_size),
-        hf_config=json.loads((Path(args.model_path) / "config.json").read_text()),
+        hf_config=json.loads((Path(hf_dir) / "config.json").read_text()),
         context_length=scheduler_info.context_length,
         max_total_tokens=scheduler_info.max_total_tokens,
         model_path=args.model_path,

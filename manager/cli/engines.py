@@ -6,6 +6,7 @@ import json
 import math
 import time
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -58,7 +59,12 @@ def _keep_alive_option(value: str | None) -> str | None:
 
 def start(
     repo: Annotated[
-        str, typer.Argument(help="Hugging Face repo id or model directory.", autocompletion=complete_repos)
+        str,
+        typer.Argument(
+            help="Hugging Face repo id (org/name; org/name:Q4_K_M for one GGUF of it), model "
+            "directory, or .gguf file (a path starts with /, ./, ../ or ~).",
+            autocompletion=complete_repos,
+        ),
     ],
     runtime: Annotated[
         RuntimeChoice,
@@ -89,8 +95,13 @@ def start(
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
     from manager.lifecycle.start import StartRequest
+    from manager.models.local_import import PATH_PREFIXES
     from manager.supervisor.engine_client import EngineClient
 
+    # NOTE: the supervisor runs the start in its own working directory, so a relative path
+    # is made absolute here, where the user typed it.
+    if repo.startswith(PATH_PREFIXES):
+        repo = str(Path(repo).expanduser().absolute())
     request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus)
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo

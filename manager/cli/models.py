@@ -33,7 +33,8 @@ def models_pull(
         str,
         typer.Argument(
             metavar="REPO|DIR",
-            help="Hugging Face repo id, e.g. org/name; or a local model directory (with --name).",
+            help="Hugging Face repo id, e.g. org/name, or org/name:Q4_K_M for one GGUF file of "
+            "it; or a local model directory (with --name).",
         ),
     ],
     name: Annotated[
@@ -57,6 +58,8 @@ def models_pull(
     from manager.models.local_import import names_a_directory
     from manager.models.pull import Source, pull_model
 
+    if repo_or_dir.lower().endswith(".gguf"):
+        _usage_error(f"a GGUF file needs no pull: `gomgr start {repo_or_dir}` serves it where it lies")
     if names_a_directory(repo_or_dir):
         _usage_error(f"to import the directory {repo_or_dir}, give --name org/name to store it as")
     if force:
@@ -79,6 +82,8 @@ def _import_dir(directory: str, name: str, force: bool) -> None:
         repo = RepoId.parse(name)
     except InvalidRepoIdError as exc:
         _usage_error(f"--name: {exc.message}")
+    if repo.tag is not None:
+        _usage_error("--name takes no tag: a tag names one GGUF file of a hub repo")
     with errors_as_one_line(), progress() as live:
         model = import_model_dir(Path(directory), repo, force=force, progress=live)
     typer.echo(f"imported {directory} as {model.repo} to {model.path} ({_size(model.size_bytes)})")
@@ -116,6 +121,7 @@ def models_list(
                 "size_bytes": m.size_bytes,
                 "source": m.metadata.source if m.metadata else None,
                 "sha256": m.metadata.sha256 if m.metadata else None,
+                "gguf_file": m.metadata.gguf_file if m.metadata else None,
                 "imported_from": m.metadata.imported_from if m.metadata else None,
                 "created": m.metadata.created.isoformat() if m.metadata else None,
             }

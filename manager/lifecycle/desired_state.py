@@ -27,6 +27,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from manager.lifecycle.errors import LifecycleError
 from manager.manifests.catalog import load_catalog
 from manager.manifests.errors import ManifestError
+from manager.models.errors import InvalidRepoIdError
+from manager.models.store import RepoId
 
 # NOTE: record labels that mark an engine as started (or adopted) by `gomgr apply`: the
 # entry's key, and a hash of the fields whose change needs a restart.
@@ -145,13 +147,22 @@ def load_desired_state(path: Path) -> DesiredState:
     return DesiredState(path, tuple(engines))
 
 
+def _canonical(repo: str) -> str:
+    """`org/name:q4_k_m` as the store and a started engine's record spell it (`:Q4_K_M`), so
+    an entry matches the engine `gomgr start` made of it."""
+    try:
+        return str(RepoId.parse(repo))
+    except InvalidRepoIdError:
+        return repo  # NOTE: the start reports a bad id, with the same words as `gomgr start`
+
+
 def _desired(entry: EngineEntry, base: Path) -> DesiredEngine:
     if entry.path is not None:
         directory = (base / Path(entry.path).expanduser()).resolve()
         repo, default_key = str(directory), directory.name
     else:
         assert entry.repo is not None
-        repo = default_key = entry.repo
+        repo = default_key = _canonical(entry.repo)
     return DesiredEngine(
         key=entry.name or default_key,
         repo=repo,

@@ -17,6 +17,7 @@ from manager.manifests.engines import CONTAINER_ENTRYPOINTS
 from manager.manifests.errors import ManifestError
 from manager.manifests.flags import to_engine_flags
 from manager.manifests.resolve import resolve_manifest
+from manager.models.model_path import path_inside
 from manager.readiness.blocker import Blocker
 from manager.readiness.runtime import choose_runtime
 from manager.readiness.start import check_for_start
@@ -44,22 +45,24 @@ class StartPlan:
 
 
 def plan_start(
-    repo_or_dir: str, model_dir: Path, requested_runtime: str, port: int | None,
+    repo_or_dir: str, model_path: Path, requested_runtime: str, port: int | None,
     served_name: str | None, *, gpus: str = "auto", variant: str | None = None,
     kv_tokens: int | None = None,
 ) -> StartPlan:
     """`gpus`: "auto" (a container gets the GPUs NVML sees), "all", "none" or the indices it
     pins ("0,1"); `variant`: a manifest name layered over the matched one; `kv_tokens`: the
-    KV pool the engine may hold (its share where several run), None: the engine's default."""
-    effective = _manifest(repo_or_dir, architecture_of(model_dir), variant)
+    KV pool the engine may hold (its share where several run), None: the engine's default.
+    `model_path`: a model directory or a GGUF file (manager/models/model_path.py)."""
+    effective = _manifest(repo_or_dir, architecture_of(model_path), variant)
     if served_name is not None:
         effective = dataclasses.replace(effective, served_name=served_name)
     runtime, reason, want_gpus = _ready(
-        repo_or_dir, model_dir, requested_runtime, port, effective.context_length, gpus
+        repo_or_dir, model_path, requested_runtime, port, effective.context_length, gpus
     )
     share = _kv_share(effective, kv_tokens)
     if runtime == "docker":
-        plan = _container_plan(effective, reason, want_gpus, gpu_pins(gpus))
+        in_container = path_inside(model_path, CONTAINER_MODEL_DIR)
+        plan = _container_plan(effective, reason, want_gpus, gpu_pins(gpus), in_container)
         return dataclasses.replace(plan, engine_args=(*plan.engine_args, *share))
     if effective.engine not in PROCESS_ENGINES:
         raise StartBlocked(
@@ -69,7 +72,7 @@ def plan_start(
     pins = ((CUDA_VISIBLE_DEVICES, gpus),) if gpu_pins(gpus) else ()
     return StartPlan(
         runtime=runtime, reason=reason, served_name=effective.served_name,
-        engine_args=(*_engine_args(effective, model_dir), *share),
+        engine_args=(*_engine_args(effective, model_path), *share),
         env=(*effective.env.items(), *pins), container=None,
     )
 
@@ -122,7 +125,7 @@ def _ready(
 
 
 def _container_plan(
-    effective: EffectiveManifest, reason: str, gpus: bool, pins: tuple[int, ...]
+    effective: EffectiveManifest, reason: str, gpus: bool, pins: tuple[int, ...], model_path: str
 ) -> StartPlan:
     container = ContainerSpec(
         image=effective.image, shm_size=effective.shm_size, gpus=gpus,
@@ -134,7 +137,7 @@ def _container_plan(
     return StartPlan(
         runtime="docker", reason=f"{reason}; image {container.image} {where}",
         served_name=effective.served_name,
-        engine_args=_engine_args(effective, CONTAINER_MODEL_DIR),
+        engine_args=_engine_args(effective, model_path),
         env=tuple(effective.env.items()), container=container,
     )
 

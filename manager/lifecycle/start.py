@@ -60,14 +60,14 @@ def start_engine(
             request.repo, request.runtime, request.port, gpus=request.gpus,
             variant=request.variant,
         )
-    model_dir = resolve_model(request.repo, progress=progress)
+    model = resolve_model(request.repo, progress=progress)
     plan = plan_start(
-        request.repo, model_dir, request.runtime, request.port, request.served_name,
+        model.name, model.model_path, request.runtime, request.port, request.served_name,
         gpus=request.gpus, variant=request.variant, kv_tokens=request.kv_tokens,
     )
     announce(f"runtime: {plan.runtime} ({plan.reason})")
     spec = EngineSpec(
-        id=_new_id(plan.served_name), repo=request.repo, model_dir=model_dir,
+        id=_new_id(plan.served_name), repo=model.name, model_dir=model.model_path,
         served_name=plan.served_name, port=request.port or _free_port(), aliases=request.aliases,
         engine_args=plan.engine_args, env=plan.env, container=plan.container,
     )

@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from types import MappingProxyType
 
+from manager.gguf.tags import GGUF_SUFFIX
 from manager.manifests.catalog import Catalog, load_catalog
 from manager.manifests.effective import VALUE_FIELDS, EffectiveManifest, FieldSource, Origin
 from manager.manifests.engines import DEFAULT_IMAGES
@@ -28,16 +29,22 @@ class ModelKey:
     """How a repo id or a local directory is matched and named."""
 
     repo_or_path: str  # as given
-    match_key: str  # "org/name"; for a directory, its parent's and its own name
-    repo: str  # {repo} in served_name: the repo id, or the directory's name
+    # "org/name", without a GGUF tag (`org/name:Q4_K_M` is its repo's family); for a
+    # directory or GGUF file, its parent's and its own name (a file's without .gguf)
+    match_key: str
+    repo: str  # {repo} in served_name: the repo id and tag, or the directory's or file's name
     name: str  # {name} in served_name: the part after the org
 
     @classmethod
     def of(cls, repo_or_path: str) -> ModelKey:
         if is_path(repo_or_path):
             path = Path(repo_or_path).expanduser().resolve()
-            return cls(repo_or_path, f"{path.parent.name}/{path.name}", path.name, path.name)
-        return cls(repo_or_path, repo_or_path, repo_or_path, repo_or_path.rsplit("/", 1)[-1])
+            own = path.name
+            if own.lower().endswith(GGUF_SUFFIX):
+                own = own[: -len(GGUF_SUFFIX)]
+            return cls(repo_or_path, f"{path.parent.name}/{own}", own, own)
+        untagged = repo_or_path.split(":", 1)[0]
+        return cls(repo_or_path, untagged, repo_or_path, repo_or_path.rsplit("/", 1)[-1])
 
 
 def resolve_manifest(

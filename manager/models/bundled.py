@@ -20,6 +20,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from manager.gguf.tags import parse_file_name
 from manager.models.errors import DownloadError, SourceIntegrityError, StoreError
 from manager.models.progress import Progress
 
@@ -53,6 +54,13 @@ class BundledSource:
     @property
     def gguf_name(self) -> str:
         return Path(self.member).name
+
+    @property
+    def tag(self) -> str:
+        """The GGUF's quantization tag: `repo:TAG` serves the GGUF itself, unconverted."""
+        name = parse_file_name(self.gguf_name)
+        assert name is not None, f"bundled {self.gguf_name} has no quantization tag in its name"
+        return name.tag
 
 
 BUNDLED_SOURCES: dict[str, BundledSource] = {

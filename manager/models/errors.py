@@ -45,3 +45,11 @@ class InvalidModelDirError(ModelError):
 
 class ModelExistsError(ModelError):
     """An import would replace a model already in the store (and was not told to)."""
+
+
+class NoSuchTagError(ModelNotFoundError):
+    """A `repo:TAG` whose repo has no GGUF file of that quantization tag."""
+
+
+class UnsupportedGgufError(ModelError):
+    """A GGUF the manager does not serve: split in parts, or no tag to choose by default."""

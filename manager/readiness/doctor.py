@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 def doctor_command(
     repo: Annotated[
         str | None,
-        typer.Argument(help="Hugging Face repo id or model directory; none: the machine only."),
+        typer.Argument(
+            help="Hugging Face repo id (org/name:TAG: one GGUF of it), model directory or .gguf "
+            "file; none: the machine only."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
     port: Annotated[

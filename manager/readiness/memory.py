@@ -55,7 +55,11 @@ def kv_cache_bytes(config: Mapping[str, object], context_tokens: int, kv_dtype_b
 def estimate_memory(
     config: Mapping[str, object], weights_bytes: int, context_tokens: int, kv_dtype_bytes: int
 ) -> MemoryEstimate:
-    kv_cache = kv_cache_bytes(config, context_tokens, kv_dtype_bytes)
+    return estimate_from_parts(weights_bytes, kv_cache_bytes(config, context_tokens, kv_dtype_bytes))
+
+
+def estimate_from_parts(weights_bytes: int, kv_cache: int) -> MemoryEstimate:
+    """Weights and KV cache as measured, plus the runtime overhead for those weights."""
     overhead = OVERHEAD_FIXED_BYTES + int(weights_bytes * OVERHEAD_WEIGHTS_FRACTION)
     return MemoryEstimate(weights_bytes, kv_cache, overhead, weights_bytes + kv_cache + overhead)
 
@@ -68,10 +72,15 @@ def config_dtype_bytes(config: Mapping[str, object]) -> int:
 
 
 def context_for(config: Mapping[str, object], context_tokens: int | None) -> int:
+    limit = config.get("max_position_embeddings")
+    return context_within(limit if isinstance(limit, int) else None, context_tokens)
+
+
+def context_within(model_limit: int | None, context_tokens: int | None) -> int:
+    """The context to size: the one asked for, else the default capped by the model's own."""
     if context_tokens is not None:
         return context_tokens
-    limit = config.get("max_position_embeddings")
-    return min(DEFAULT_CONTEXT_TOKENS, limit) if isinstance(limit, int) else DEFAULT_CONTEXT_TOKENS
+    return min(DEFAULT_CONTEXT_TOKENS, model_limit) if model_limit else DEFAULT_CONTEXT_TOKENS
 
 
 def check_vram_fit(

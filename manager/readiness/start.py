@@ -7,12 +7,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from huggingface_hub import hf_hub_download
+from huggingface_hub.errors import NotASafetensorsRepoError
 
 from manager.models.errors import InvalidRepoIdError
+from manager.models.model_path import is_gguf_file, model_path_in
 from manager.models.store import ModelStore, RepoId
 from manager.readiness.blocker import EVERY_RUNTIME, Blocker
 from manager.readiness.disk import check_disk
 from manager.readiness.docker_daemon import check_docker
+from manager.readiness.gguf_fit import local_gguf_fit, remote_gguf_fit
 from manager.readiness.gpu import GpuProbe, NvmlProbe, check_gpus
 from manager.readiness.gpu_passthrough import check_gpu_passthrough, gpu_passthrough_available
 from manager.readiness.hf_token import check_hf_token, hf_token
@@ -135,7 +138,7 @@ def _model_facts(
 ) -> _ModelFacts:
     if repo_or_dir is None and model_dir is None:
         return _ModelFacts(None, None, None, None, 0, (), (), ())
-    local = model_dir or _local_dir(repo_or_dir or "", store)
+    local = model_dir or _local_path(repo_or_dir or "", store)
     if isinstance(local, Blocker):
         return _ModelFacts(None, None, None, None, 0, (), (local,), ())
     checks: list[str] = []
@@ -144,17 +147,14 @@ def _model_facts(
     repo = repo_or_dir or ""
     try:
         if local is not None:
-            weights = local_weights(local)
-            config = json.loads((local / "config.json").read_text())
+            weights, memory, context = _local_fit(local, context_tokens)
         else:
-            token_status = check_hf_token(repo)
+            repo_id = RepoId.parse(repo)
+            token_status = check_hf_token(repo_id.repo)
             checks.append("hf-token")
             blockers.extend(token_status.blockers)
             notes.extend([token_status.note] if token_status.note else [])
-            weights = remote_weights(repo, hf_token())
-            config = _remote_config(repo)
-        context = context_for(config, context_tokens)
-        memory = estimate_memory(config, weights.total_bytes, context, config_dtype_bytes(config))
+            weights, memory, context = _remote_fit(repo_id, context_tokens)
     except (WeightsUnknownError, OSError, ValueError) as exc:
         blockers.append(_fit_unknown(repo_or_dir or str(local), exc))
         return _ModelFacts(local, None, None, None, 0, tuple(checks), tuple(blockers), tuple(notes))
@@ -164,19 +164,55 @@ def _model_facts(
     )
 
 
-def _local_dir(repo_or_dir: str, store: ModelStore) -> Path | Blocker | None:
+def _local_fit(local: Path, context_tokens: int | None) -> tuple[WeightsSize, MemoryEstimate, int]:
+    """A model directory by its safetensors headers; a GGUF file (or a store directory of
+    one) by its file size and header."""
+    model_path = local if is_gguf_file(local) else model_path_in(local)
+    if is_gguf_file(model_path):
+        fit = local_gguf_fit(model_path, context_tokens)
+        return fit.weights, fit.memory, fit.context_tokens
+    weights = local_weights(local)
+    config = json.loads((local / "config.json").read_text())
+    context = context_for(config, context_tokens)
+    return weights, _estimate(config, weights, context), context
+
+
+def _remote_fit(
+    repo: RepoId, context_tokens: int | None
+) -> tuple[WeightsSize, MemoryEstimate, int]:
+    """A tagged repo (or a bare one without safetensors) by its GGUF's listed size and header
+    (range reads); any other by the hub's safetensors metadata and config.json."""
+    if repo.tag is None:
+        try:
+            weights = remote_weights(repo.repo, hf_token())
+        except WeightsUnknownError as exc:
+            if not isinstance(exc.__cause__, NotASafetensorsRepoError):
+                raise
+        else:
+            config = _remote_config(repo.repo)
+            context = context_for(config, context_tokens)
+            return weights, _estimate(config, weights, context), context
+    fit = remote_gguf_fit(repo, hf_token(), context_tokens)
+    return fit.weights, fit.memory, fit.context_tokens
+
+
+def _estimate(config: dict[str, object], weights: WeightsSize, context: int) -> MemoryEstimate:
+    return estimate_memory(config, weights.total_bytes, context, config_dtype_bytes(config))
+
+
+def _local_path(repo_or_dir: str, store: ModelStore) -> Path | Blocker | None:
     """The local copy to measure, None when it must come from the hub, or a Blocker."""
     path = Path(repo_or_dir).expanduser()
-    if path.is_dir():
+    if path.is_dir() or (is_gguf_file(path) and path.is_file()):
         return path
     if repo_or_dir.startswith(("/", "./", "../", "~")):
-        return _not_found(repo_or_dir, f"there is no directory {path}")
+        return _not_found(repo_or_dir, f"there is no directory or GGUF file {path}")
     try:
         repo = RepoId.parse(repo_or_dir)
     except InvalidRepoIdError as exc:
         return _not_found(repo_or_dir, exc.message)
-    stored = store.get(repo)
-    return stored.path if stored else None
+    stored = store.get_or_default_tag(repo)
+    return stored.model_path if stored else None
 
 
 def _remote_config(repo: str) -> dict[str, object]:
@@ -192,10 +228,13 @@ def _remote_config(repo: str) -> dict[str, object]:
 def _not_found(target: str, why: str) -> Blocker:
     return Blocker(
         id="model-not-found",
-        title=f"{target} is neither a model directory nor a Hugging Face repo id",
+        title=f"{target} is neither a model directory, a GGUF file nor a Hugging Face repo id",
         explanation=why,
         fix_steps=(
-            "Give a repo id like `org/name` or the path of a directory with config.json.",
+            (
+                "Give a repo id like `org/name` (`org/name:Q4_K_M` for one GGUF of it), the "
+                "path of a directory with config.json, or the path of a .gguf file."
+            ),
             "See the models already here with `gomgr models list`.",
         ),
         severity="blocks",

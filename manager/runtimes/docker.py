@@ -1,7 +1,7 @@
 """The docker runtime: the engine in a container (docker SDK), port published on loopback only.
 
 The run spec (docs/architecture.md, runtimes): `--init`, `--shm-size` (32g unless the
-manifest says), the model directory read-only at /model, 127.0.0.1:<port> → 30000, `--gpus
+manifest says), the model directory (a GGUF file's own directory) read-only at /model, 127.0.0.1:<port> → 30000, `--gpus
 all` where GPUs are wanted, and labels that say the container is ours and let a restarted
 manager rebuild its view without any record.
 """
@@ -12,17 +12,18 @@ import contextlib
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import docker
 from docker import DockerClient
 from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
-from docker.types import CancellableStream, DeviceRequest
+from docker.types import CancellableStream, DeviceRequest, Mount
 from requests import RequestException
 
 from manager.images.errors import ImageError
 from manager.images.presence import ensure_image
+from manager.models.model_path import is_gguf_file, mount_dir
 from manager.runtimes.base import (
     ContainerSpec,
     EngineExit,
@@ -102,7 +103,13 @@ class DockerRuntime(Runtime):
             "init": True,
             "shm_size": container.shm_size,
             "ports": {f"{CONTAINER_PORT}/tcp": (spec.host, spec.port)},
-            "volumes": {str(spec.model_dir): {"bind": CONTAINER_MODEL_DIR, "mode": "ro"}},
+            # NOTE: a Mount, not `volumes`: that one is joined into "src:dst:ro", which a store
+            # path with a tag (`name:Q4_K_M`) would split wrongly.
+            "mounts": [
+                Mount(
+                    CONTAINER_MODEL_DIR, str(mount_dir(spec.model_dir)), type="bind", read_only=True
+                )
+            ],
             "environment": dict(spec.env),
             "labels": {
                 LABEL_ENGINE_ID: spec.id,
@@ -257,7 +264,9 @@ def _from_labels(container: Container, log_path: Path) -> EngineHandle:
     engine_args = tuple(command[:-4]) if command[-4:-3] == ["--host"] else tuple(command)
     spec = EngineSpec(
         id=container.labels[LABEL_ENGINE_ID], repo=container.labels.get(LABEL_MODEL, ""),
-        model_dir=Path(mounts[0]["Source"]) if mounts else Path(CONTAINER_MODEL_DIR),
+        model_dir=(
+            _model_path(mounts[0]["Source"], engine_args) if mounts else Path(CONTAINER_MODEL_DIR)
+        ),
         served_name=container.labels.get(LABEL_SERVED_NAME, ""),
         port=int(binding[0].get("HostPort") or 0), engine_args=engine_args,
         container=ContainerSpec(
@@ -268,6 +277,15 @@ def _from_labels(container: Container, log_path: Path) -> EngineHandle:
         ),
     )
     return _handle(spec, container, log_path)
+
+
+def _model_path(mounted: str, engine_args: tuple[str, ...]) -> Path:
+    """The host's model path: the mounted directory, or the GGUF file in it the engine loads."""
+    at = engine_args.index("--model-path") + 1 if "--model-path" in engine_args else 0
+    inside = PurePosixPath(engine_args[at] if 0 < at < len(engine_args) else "")
+    if inside.parent == PurePosixPath(CONTAINER_MODEL_DIR) and is_gguf_file(Path(inside.name)):
+        return Path(mounted) / inside.name
+    return Path(mounted)
 
 
 def _timestamp(created: str) -> float:

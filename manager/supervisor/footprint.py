@@ -10,7 +10,9 @@ from pathlib import Path
 from manager.manifests.architecture import architecture_of
 from manager.manifests.errors import ManifestError
 from manager.manifests.resolve import resolve_manifest
+from manager.models.model_path import is_gguf_file
 from manager.models.store import ModelStore, RepoId
+from manager.readiness.gguf_fit import local_gguf_fit
 from manager.readiness.memory import (
     GIB,
     MemoryEstimate,
@@ -41,9 +43,13 @@ class Footprint:
 
 def footprint_of(repo: str, model_dir: Path) -> Footprint | None:
     """The model's footprint, or None where it cannot be read (no safetensors, odd config):
-    such a model is admitted by the loaded-models cap alone, as readiness only warns for it."""
+    such a model is admitted by the loaded-models cap alone, as readiness only warns for it.
+    `model_dir` may be a GGUF file (a tagged model), sized by its size and header."""
     try:
         context = resolve_manifest(repo, architecture_of(model_dir)).context_length
+        if is_gguf_file(model_dir):
+            fit = local_gguf_fit(model_dir, context)
+            return Footprint(fit.memory, fit.context_tokens)
         config = json.loads((model_dir / "config.json").read_text())
         tokens = context_for(config, context)
         weights = local_weights(model_dir).total_bytes
@@ -56,4 +62,4 @@ def footprint_of(repo: str, model_dir: Path) -> Footprint | None:
 def store_footprint(store: ModelStore, repo: str) -> Footprint | None:
     """`footprint_of` the store's copy of `repo` (None when the store no longer has it)."""
     stored = store.get(RepoId.parse(repo))
-    return None if stored is None else footprint_of(repo, stored.path)
+    return None if stored is None else footprint_of(repo, stored.model_path)

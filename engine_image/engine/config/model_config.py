@@ -28,6 +28,9 @@ class RopeConfig:
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_max_position_embeddings: int | None = None
+    # NOTE: a divisor per frequency, as llama.cpp stores Llama 3.1's scaling in GGUF files
+    # (``rope_freqs.weight``); it replaces ``rope_type``'s scaling when present.
+    freq_factors: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,7 @@ def _rope_config(raw: dict[str, Any]) -> RopeConfig:
             f"rope type {rope_type!r} is not supported (supported: default, linear, llama3)"
         )
     original = merged.get("original_max_position_embeddings")
+    factors = raw.get("rope_freq_factors")
     return RopeConfig(
         theta=theta,
         rope_type=rope_type,
@@ -221,4 +225,5 @@ def _rope_config(raw: dict[str, Any]) -> RopeConfig:
         low_freq_factor=float(merged.get("low_freq_factor", 1.0)),
         high_freq_factor=float(merged.get("high_freq_factor", 4.0)),
         original_max_position_embeddings=int(original) if original else None,
+        freq_factors=tuple(float(f) for f in factors) if factors else None,
     )

@@ -18,7 +18,8 @@ class SchedulerStats(msgspec.Struct, frozen=True, tag=True):
     """The scheduler process's answer to a ServerInfoRequest.
 
     ``model_path`` and ``weight_version`` are those of the weights serving now (a weight
-    update changes both); ``kv`` is None for an encoder model, which has no KV cache.
+    update changes both); ``kv`` is None for an encoder model, which has no KV cache. The
+    ``weights_*`` fields say how the weights are stored and multiplied.
     """
 
     model_path: str
@@ -30,3 +31,6 @@ class SchedulerStats(msgspec.Struct, frozen=True, tag=True):
     num_running_reqs: int
     num_waiting_reqs: int
     kv: KVCacheStats | None
+    weights_format: str = "safetensors"  # or "gguf"
+    weights_quant_types: tuple[str, ...] = ()  # a GGUF file's types, the most common first
+    weights_kernel: str = ""  # a GGUF model's kernel path, e.g. "dequantized to bfloat16 at load"

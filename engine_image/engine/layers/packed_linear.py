@@ -16,7 +16,13 @@ import torch
 from torch import nn
 
 from engine.kernels.cpu import load_cpu_kernels
-from engine.kernels.cpu.quantized import PackedFormat, isa_from_env, pack_half, quantized_linear
+from engine.kernels.cpu.quantized import (
+    PackedFormat,
+    isa_from_env,
+    kernel_name,
+    pack_half,
+    quantized_linear,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +66,13 @@ class PackedLinear(nn.Module):
         self.register_buffer("packed_weight", packed, persistent=False)
         self.register_buffer("bias", None if bias is None else bias.detach(), persistent=False)
 
+    @property
+    def kernel_path(self) -> str:
+        """What multiplies: the bf16 kernel's name, or the fp32 packed GEMM's."""
+        if self._bf16:
+            return kernel_name(self._kernels, PackedFormat.BF16, self._isa)
+        return "fp32 packed panels" if self._kernels is not None else "oneDNN fp32"
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self._bf16:
             if x.stride(-1) != 1:
@@ -78,12 +91,13 @@ class PackedLinear(nn.Module):
         return out
 
 
-def pack_linear_layers(model: nn.Module) -> int:
-    """Replaces every ``nn.Linear`` in ``model`` by a ``PackedLinear``; returns how many."""
+def pack_linear_layers(model: nn.Module, weight_dtype: torch.dtype = torch.float32) -> int:
+    """Replaces every ``nn.Linear`` in ``model`` by a ``PackedLinear`` on its weight in
+    ``weight_dtype``; returns how many."""
     replaced = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is nn.Linear:
-                setattr(parent, name, PackedLinear(child.weight, child.bias))
+                setattr(parent, name, PackedLinear(child.weight.to(weight_dtype), child.bias))
                 replaced += 1
     return replaced

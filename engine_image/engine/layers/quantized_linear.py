@@ -153,12 +153,16 @@ class QuantizedEmbedding(nn.Module):
         # would double the largest tensor.
         on_kernels = device.type == "cpu" and weight.qtype in PACKABLE_TYPES and load_cpu_kernels() is not None
         self._linear = QuantizedLinear([weight], device=device, dtype=torch.float32 if on_kernels else dtype)
+        # NOTE (gguf helper): on CPU in float32 an F32 head takes the fp32 packed path, which
+        # keeps no plain weight; the rows are then looked up in the file's own table.
+        self._table = weight.data if self._linear.weight is None and not on_kernels else None
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         packed = self._linear.packed_parts
         if not packed:
-            assert self._linear.weight is not None
-            return F.embedding(ids.to(self._linear.weight.device), self._linear.weight).to(self._dtype)
+            table = self._linear.weight if self._table is None else self._table
+            assert table is not None
+            return F.embedding(ids.to(table.device), table).to(self._dtype)
         (panels, fmt), = packed
         flat = ids.reshape(-1).to(torch.int64).contiguous()
         rows = dequantize_rows(load_cpu_kernels(), panels, fmt, self.embedding_dim, flat)

@@ -14,6 +14,8 @@ from engine.kernels.triton import use_triton_kernels
 
 def inverse_frequencies(rope: RopeConfig, head_dim: int) -> torch.Tensor:
     inv_freq = 1.0 / (rope.theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    if rope.freq_factors is not None:
+        return inv_freq / torch.tensor(rope.freq_factors, dtype=torch.float32)
     if rope.rope_type == "linear":
         return inv_freq / rope.factor
     if rope.rope_type == "llama3":

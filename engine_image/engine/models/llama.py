@@ -15,6 +15,7 @@ from engine.core.forward_batch import ForwardBatch
 from engine.kernels.cpu import cpu_kernels_for
 from engine.kernels.triton import use_triton_kernels
 from engine.layers.packed_linear import PackedLinear, pack_linear_layers
+from engine.layers.quantized_linear import QuantizedEmbedding, QuantizedLinear
 from engine.layers.rmsnorm import RMSNorm
 from engine.layers.rotary import RopeAngles, RotaryEmbedding
 from engine.models.moe import (
@@ -37,17 +38,18 @@ class Attention(nn.Module):
         self.head_dim = config.head_dim
         self.q_size = config.num_heads * config.head_dim
         self.kv_size = config.num_kv_heads * config.head_dim
-        self.qkv_proj = nn.Linear(
+        # NOTE: nn.Module slots: pack_for_cpu and the GGUF loader put other linear layers here.
+        self.qkv_proj: nn.Module = nn.Linear(
             config.hidden_size, self.q_size + 2 * self.kv_size, bias=config.attention_bias
         )
-        self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=config.o_proj_bias)
+        self.o_proj: nn.Module = nn.Linear(self.q_size, config.hidden_size, bias=config.o_proj_bias)
         self.q_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
         self.k_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
 
     def forward(
         self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend, rope: RopeAngles
     ) -> torch.Tensor:
-        qkv = self.qkv_proj(hidden)
+        qkv: torch.Tensor = self.qkv_proj(hidden)
         q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
         v = v.view(-1, self.num_kv_heads, self.head_dim)
         if self.q_norm is None and not use_triton_kernels(qkv):
@@ -68,10 +70,10 @@ class MLP(nn.Module):
     def __init__(self, config: ModelConfig, intermediate_size: int | None = None) -> None:
         super().__init__()
         self.intermediate_size = intermediate_size or config.intermediate_size
-        self.gate_up_proj = nn.Linear(
+        self.gate_up_proj: nn.Module = nn.Linear(
             config.hidden_size, 2 * self.intermediate_size, bias=config.mlp_bias
         )
-        self.down_proj = nn.Linear(self.intermediate_size, config.hidden_size, bias=config.mlp_bias)
+        self.down_proj: nn.Module = nn.Linear(self.intermediate_size, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.down_proj(self._silu_and_mul(self.gate_up_proj(x)))
@@ -151,11 +153,16 @@ class LlamaFamilyForCausalLM(nn.Module):
         super().__init__()
         self.config = config
         self.rotary = rotary
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        # NOTE: the GGUF loader puts a QuantizedEmbedding here, and always sets lm_head. The
+        # weight is given, so no random init runs: on the meta device nn.Embedding's normal_
+        # imports triton through torch's Python kernels (~40 MiB resident for nothing).
+        self.embed_tokens: nn.Embedding | QuantizedEmbedding = nn.Embedding(
+            config.vocab_size, config.hidden_size, _weight=torch.empty(config.vocab_size, config.hidden_size)
+        )
         self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         # NOTE: pack_for_cpu swaps the head (the tied one included) for a PackedLinear.
-        self.lm_head: nn.Linear | PackedLinear | None = (
+        self.lm_head: nn.Linear | PackedLinear | QuantizedLinear | None = (
             None if config.tie_word_embeddings else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         )
 
@@ -167,15 +174,21 @@ class LlamaFamilyForCausalLM(nn.Module):
         """Returns float32 logits of each request's last new token: [B, vocab]."""
         hidden = self.last_hidden(batch, backend)
         if self.lm_head is None:
-            return F.linear(hidden, self.embed_tokens.weight).float()
+            return F.linear(hidden, self._embedding_weight()).float()
         logits: torch.Tensor = self.lm_head(hidden)
         return logits.float()
 
-    def pack_for_cpu(self) -> None:
-        """Swaps every linear layer, the tied LM head included, for one on a packed weight."""
-        pack_linear_layers(self)
+    def pack_for_cpu(self, weight_dtype: torch.dtype = torch.float32) -> None:
+        """Swaps every linear layer, the tied LM head included, for one on a packed weight
+        kept in ``weight_dtype`` (float32, or bfloat16 for the bf16 kernels)."""
+        pack_linear_layers(self, weight_dtype)
         if self.lm_head is None and self.has_lm_head:
-            self.lm_head = PackedLinear(self.embed_tokens.weight, None)
+            self.lm_head = PackedLinear(self._embedding_weight().to(weight_dtype), None)
+
+    def _embedding_weight(self) -> torch.Tensor:
+        """The tied head's weight (a GGUF model's tied head is its embedding's ``as_linear``)."""
+        assert isinstance(self.embed_tokens, nn.Embedding), "a quantized embedding brings its own head"
+        return self.embed_tokens.weight
 
     @torch.inference_mode()
     def last_hidden(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:

@@ -12,15 +12,20 @@ from engine.config.model_config import ModelConfig
 from engine.core.errors import UnsupportedModelError
 from engine.core.forward_batch import ForwardBatch
 from engine.engine_config import EngineConfig
+from engine.gguf.hparams import gguf_model_config
+from engine.gguf.location import gguf_file
+from engine.gguf.weights import GGUFWeights
 from engine.layers.packed_linear import can_pack
 from engine.layers.rotary import RotaryEmbedding
 from engine.memory import KVPool, ReqToTokenPool, TokenAllocator, memory_budget_bytes
 from engine.models.expert_distribution import ExpertDistributionRecorder
+from engine.models.gguf_loader import load_gguf_weights
 from engine.models.moe import attach_expert_recorder
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
 from engine.runtime.host_malloc import keep_freed_memory
+from engine.runtime.weights_info import WeightsInfo, packed_kernel_paths, quantized_kernel_paths
 
 if TYPE_CHECKING:
     from engine.models.llama import LlamaFamilyForCausalLM
@@ -49,17 +54,29 @@ def resolve_dtype(name: str, model: ModelConfig, device: torch.device) -> torch.
     return torch.float16 if model.config_dtype == torch.float16 else torch.bfloat16
 
 
+def load_model_config(model_path: str) -> ModelConfig:
+    """The model at ``model_path``: a Hugging Face directory, or a GGUF file (or a directory of one)."""
+    gguf = gguf_file(model_path)
+    return ModelConfig.from_dir(model_path) if gguf is None else gguf_model_config(gguf)
+
+
 class ModelRunner:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
-        self.model_config = ModelConfig.from_dir(config.model_path)
+        self.model_config = load_model_config(config.model_path)
         self.device = resolve_device(config.device)
         keep_freed_memory(self.device)
         self.dtype = resolve_dtype(config.dtype, self.model_config, self.device)
+        # NOTE: on CPU, bfloat16 is the linear layers' weights (the bf16 kernels: AVX512-BF16
+        # dot products where the CPU has them, else widened in registers); activations, norms
+        # and the KV pool stay float32, the dtype of the CPU's other kernels.
+        self.linear_weight_dtype = self.dtype
+        if self.device.type == "cpu" and self.dtype == torch.bfloat16:
+            self.dtype = torch.float32
         self.context_length = self._context_length()
         # NOTE: owned here, not by the model, so a recording survives a weight reload.
         self.expert_recorder = self._expert_recorder()
-        self.model = self._build_model(self.model_config.model_path)
+        self.model, self.weights = self._build_model(self.model_config.model_path)
         self.max_total_tokens = self._pool_size()
         mc = self.model_config
         self.kv_pool = KVPool(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.max_total_tokens, self.dtype, self.device)
@@ -70,8 +87,8 @@ class ModelRunner:
         self.attention = create_attention_backend(backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
         self.cuda_graph = self._capture_cuda_graphs()
         logger.info(
-            "loaded %s (%s) on %s in %s; KV pool %d tokens, context %d",
-            mc.model_path, mc.architecture, self.device, str(self.dtype).removeprefix("torch."),
+            "loaded %s (%s, %s) on %s in %s; KV pool %d tokens, context %d",
+            mc.model_path, mc.architecture, self.weights, self.device, str(self.dtype).removeprefix("torch."),
             self.max_total_tokens, self.context_length,
         )
 
@@ -83,7 +100,7 @@ class ModelRunner:
 
     def reload_weights(self, model_path: str) -> None:
         """Loads another checkpoint of the same architecture and shapes into the live model."""
-        other = ModelConfig.from_dir(model_path)
+        other = load_model_config(model_path)
         mc = self.model_config
         if (other.architecture, other.hidden_size, other.num_layers, other.vocab_size) != (
             mc.architecture, mc.hidden_size, mc.num_layers, mc.vocab_size
@@ -91,7 +108,7 @@ class ModelRunner:
             raise UnsupportedModelError(f"{model_path} has a different architecture or shape than the served model")
         # NOTE: the new weights load into a separate model; the live one is replaced only
         # once every tensor loaded, so a bad checkpoint leaves the old weights serving.
-        self.model = self._build_model(model_path)
+        self.model, self.weights = self._build_model(model_path)
         # NOTE: graphs replay the old parameters' addresses, so the new model is captured
         # anew; the old graphs go first so their memory pool is free for the capture.
         self.cuda_graph = None
@@ -126,18 +143,27 @@ class ModelRunner:
             raise ValueError(f"context_length {wanted} exceeds what the model supports ({limit})")
         return wanted
 
-    def _build_model(self, weights_path: str) -> LlamaFamilyForCausalLM:
+    def _build_model(self, weights_path: str) -> tuple[LlamaFamilyForCausalLM, WeightsInfo]:
         mc = self.model_config
         rotary = RotaryEmbedding(mc.rope, mc.head_dim, self.context_length + 1, self.device)
         with torch.device("meta"):
             model = model_class(mc.architecture)(mc, rotary)
         model = model.to(self.dtype).to_empty(device=self.device)
-        model.load_weights(iterate_weights(weights_path))
-        if can_pack(self.device, self.dtype):
-            model.pack_for_cpu()
+        gguf = gguf_file(weights_path)
+        info = WeightsInfo("safetensors", (), "")
+        if gguf is not None:
+            weights = GGUFWeights(gguf, mc)
+            # NOTE: the quantized layers bring their own kernels: no packing.
+            load_gguf_weights(model, weights, self.device, self.dtype)
+            info = WeightsInfo("gguf", weights.quant_types, quantized_kernel_paths(model))
+        else:
+            model.load_weights(iterate_weights(weights_path))
+            if can_pack(self.device, self.dtype):
+                model.pack_for_cpu(self.linear_weight_dtype)
+                info = WeightsInfo("safetensors", (), packed_kernel_paths(model))
         if self.expert_recorder is not None:
             attach_expert_recorder(model, self.expert_recorder)
-        return model.eval()
+        return model.eval(), info
 
     def _expert_recorder(self) -> ExpertDistributionRecorder | None:
         moe = self.model_config.moe

@@ -18,6 +18,7 @@ from engine.config.architectures import CROSS_ENCODER_ARCHITECTURES, is_classifi
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.core.process_guard import die_with_parent, ignore_interrupts
 from engine.engine_config import EngineConfig
+from engine.gguf.hf_view import hf_directory
 from engine.ipc.scheduler_stats import SchedulerStats
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 from engine.ipc.startup import SchedulerReady, StartupFailed
@@ -66,7 +67,7 @@ def run_scheduler_process(
 def _decoder_server(
     config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], reward: bool
 ) -> tuple[SchedulerServer, SchedulerReady]:
-    tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or config.model_path)
+    tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or hf_directory(config.model_path))
     if reward:
         # NOTE: a reward model never decodes, so no decode graphs; it serves like an
         # embedding model (no generation routes), with or without --is-embedding.

@@ -153,6 +153,9 @@ class Scheduler:
             num_running_reqs=len(self._in_flight()),
             num_waiting_reqs=len(self._not_started()),
             kv=self.kv.stats(),
+            weights_format=runner.weights.format,
+            weights_quant_types=runner.weights.quant_types,
+            weights_kernel=runner.weights.kernel,
         )
 
     # ------------------------------------------------------------------ stepping

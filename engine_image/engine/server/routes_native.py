@@ -227,6 +227,9 @@ def _stats_fields(stats: SchedulerStats) -> dict[str, Any]:
         "weight_version": stats.weight_version,
         "device": stats.device,
         "dtype": stats.dtype,
+        "weights_format": stats.weights_format,
+        "weights_quant_types": list(stats.weights_quant_types),
+        "weights_kernel": stats.weights_kernel,
     }
 
 

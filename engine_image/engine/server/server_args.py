@@ -136,8 +136,9 @@ def parse_server_args(argv: list[str] | None = None) -> ServerArgs:
 
 def _contradictions(ns: argparse.Namespace) -> list[str]:
     problems = []
-    if not Path(ns.model_path).is_dir():
-        problems.append(f"--model-path {ns.model_path} is not a directory")
+    model_path = Path(ns.model_path)
+    if not model_path.is_dir() and not (model_path.is_file() and model_path.suffix == ".gguf"):
+        problems.append(f"--model-path {ns.model_path} is neither a model directory nor a .gguf file")
     if not 0 < ns.port < 65536:
         problems.append(f"--port must be in 1..65535, got {ns.port}")
     if ns.max_total_tokens is not None and ns.mem_fraction_static is not None:

@@ -25,6 +25,7 @@ from transformers import (
 from engine.config.architectures import SUPPORTED_ARCHITECTURES
 from engine.core.errors import UnsupportedModelError
 from engine.engine import Engine
+from engine.layers.packed_linear import PackedLinear
 from tests.engine.models.conftest import (
     TINY_PROMPTS,
     TINY_SHAPE,
@@ -236,13 +237,26 @@ def test_missing_config_json(tmp_path: Path, llama: Case) -> None:
 # ---------------------------------------------------------------- dtypes
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_half_dtypes_load_and_generate(llama: Case, dtype: str) -> None:
-    engine = _engine(llama.path, dtype=dtype)
-    expected = getattr(torch, dtype)
-    assert engine.runner.dtype == expected
-    assert engine.runner.kv_pool.dtype == expected
-    assert {p.dtype for p in engine.runner.model.parameters()} == {expected}
+def test_float16_loads_and_generates(llama: Case) -> None:
+    engine = _engine(llama.path, dtype="float16")
+    assert engine.runner.dtype == torch.float16
+    assert engine.runner.kv_pool.dtype == torch.float16
+    assert {p.dtype for p in engine.runner.model.parameters()} == {torch.float16}
+    _assert_generates(engine)
+
+
+def test_bfloat16_on_cpu_is_bf16_linear_weights(llama: Case) -> None:
+    """On CPU, bfloat16 is the linear layers' weights (the bf16 kernels); the rest stays fp32."""
+    engine = _engine(llama.path, dtype="bfloat16")
+    assert engine.runner.dtype == torch.float32
+    assert engine.runner.kv_pool.dtype == torch.float32
+    packed = [m for m in engine.runner.model.modules() if isinstance(m, PackedLinear)]
+    assert packed and all("bf16" in m.kernel_path for m in packed), {m.kernel_path for m in packed}
+    assert "bf16" in engine.runner.weights.kernel
+    _assert_generates(engine)
+
+
+def _assert_generates(engine: Engine) -> None:
     results = engine.generate(input_ids=PROMPTS, sampling_params=GREEDY, return_logprob=True)
     for result in results:
         assert len(result["output_ids"]) == MAX_NEW

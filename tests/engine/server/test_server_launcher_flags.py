@@ -28,7 +28,7 @@ def test_flag_errors(smollm2_dir: Path, tmp_path: Path) -> None:
     }
     cases["missing-model-path"] = (
         ["--model-path", str(missing)],
-        f"--model-path {missing} is not a directory",
+        f"--model-path {missing} is neither a model directory nor a .gguf file",
     )
     # NOTE: started together, as each spends its time importing, not failing.
     procs = {

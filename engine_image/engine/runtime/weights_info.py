@@ -1,0 +1,32 @@
+"""How the served weights are stored and multiplied: what the load log line and /server_info say."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from engine.layers.packed_linear import PackedLinear
+from engine.layers.quantized_linear import QuantizedLinear
+
+
+@dataclass(frozen=True)
+class WeightsInfo:
+    format: str  # safetensors | gguf
+    quant_types: tuple[str, ...]  # the GGUF file's types, the most common first; () for safetensors
+    kernel: str  # the linear layers' kernel path(s); "" where torch multiplies
+
+    def __str__(self) -> str:
+        if self.format != "gguf":
+            return f"{self.format} weights" + (f", {self.kernel}" if self.kernel else "")
+        return f"gguf {'+'.join(self.quant_types)} weights, {self.kernel}"
+
+
+def quantized_kernel_paths(model: nn.Module) -> str:
+    """The kernel paths of ``model``'s quantized layers, e.g. "dequantized to bfloat16 at load"."""
+    return ", ".join(sorted({m.kernel_path for m in model.modules() if isinstance(m, QuantizedLinear)}))
+
+
+def packed_kernel_paths(model: nn.Module) -> str:
+    """The kernel paths of ``model``'s packed CPU linear layers, e.g. "avx512-bf16"."""
+    return ", ".join(sorted({m.kernel_path for m in model.modules() if isinstance(m, PackedLinear)}))
