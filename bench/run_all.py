@@ -25,7 +25,6 @@ from bench import (
     supervisor_overhead,
 )
 from bench.serving import cli as serving_cli
-from bench.serving import report as serving_report
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 # NOTE: 16 new tokens, not the module's 32: with 32 a shared 2-core machine took 12 minutes.
@@ -82,10 +81,13 @@ def run_supervisor_overhead() -> str:
     return section(result["date"], result["machine"], result["command"], table)
 
 
-def run_serving() -> str:
-    result = serving_cli.run_and_save([])
-    body = serving_report.markdown(result)
-    return section(result["date"], result["machine"], result["command"], body)
+def run_serving(*argv: str) -> Callable[[], str]:
+    def run() -> str:
+        result = serving_cli.run_and_save(list(argv))
+        body = serving_cli.markdown(result)
+        return section(result["date"], result["machine"], result["command"], body)
+
+    return run
 
 
 def _now() -> str:
@@ -104,7 +106,8 @@ BENCHMARKS: dict[str, Callable[[], str]] = {
     "grammar_cost": run_grammar_cost,
     "cli_startup": run_cli_startup,
     "supervisor_overhead": run_supervisor_overhead,
-    "serving": run_serving,
+    "serving": run_serving(),
+    "quantized_serving": run_serving("--section", "quantized"),
 }
 
 

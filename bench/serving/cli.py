@@ -9,11 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.serving.report import markdown
+from bench.serving.catalog import ALL_SYSTEMS, SECTIONS
+from bench.serving.quantized_report import markdown as quantized_markdown
+from bench.serving.report import markdown as fp32_markdown
 from bench.serving.suite import Config, run
-from bench.serving.systems import SYSTEMS
 
-DEFAULT_OUT = Path("bench/results/serving.json")
+DEFAULT_OUT = {
+    "fp32": Path("bench/results/serving.json"),
+    "quantized": Path("bench/results/serving_quantized.json"),
+}
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -22,7 +26,13 @@ def _ints(text: str) -> tuple[int, ...]:
 
 def parse_args(argv: list[str]) -> tuple[Config, Path]:
     parser = argparse.ArgumentParser(prog="python -m bench.serving", description=__doc__)
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated names")
+    parser.add_argument(
+        "--section",
+        choices=list(SECTIONS),
+        default="fp32",
+        help="which systems and workloads (catalog.py)",
+    )
+    parser.add_argument("--systems", help="comma-separated names (default: the section's systems)")
     parser.add_argument("--concurrency", type=_ints, default=(1, 8, 32))
     parser.add_argument("--prompt-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=32)
@@ -32,14 +42,20 @@ def parse_args(argv: list[str]) -> tuple[Config, Path]:
     parser.add_argument("--system-tokens", type=int, default=1000)
     parser.add_argument("--chats", type=int, default=4)
     parser.add_argument("--turns", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each random workload (median reported)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of each random workload (median reported)"
+    )
+    parser.add_argument(
+        "--out", type=Path, help="the JSON result (default: per section, under bench/results)"
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
-    names = tuple(name.strip() for name in args.systems.split(","))
-    if unknown := [n for n in names if n not in SYSTEMS]:
-        parser.error(f"unknown systems {unknown}; known: {list(SYSTEMS)}")
+    names = tuple(
+        name.strip() for name in (args.systems or ",".join(SECTIONS[args.section])).split(",")
+    )
+    if unknown := [n for n in names if n not in ALL_SYSTEMS]:
+        parser.error(f"unknown systems {unknown}; known: {list(ALL_SYSTEMS)}")
     config = Config(
         systems=names,
         concurrency=args.concurrency,
@@ -52,8 +68,9 @@ def parse_args(argv: list[str]) -> tuple[Config, Path]:
         chats=args.chats,
         turns=args.turns,
         rounds=args.rounds,
+        section=args.section,
     )
-    return config, args.out
+    return config, args.out or DEFAULT_OUT[args.section]
 
 
 def run_and_save(argv: list[str]) -> dict[str, Any]:
@@ -67,6 +84,12 @@ def run_and_save(argv: list[str]) -> dict[str, Any]:
         out.write_text(json.dumps(result, indent=1) + "\n")
 
     return run(config, save)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The section's report of `result`."""
+    section = result["config"].get("section", "fp32")
+    return quantized_markdown(result) if section == "quantized" else fp32_markdown(result)
 
 
 def main() -> None:

@@ -15,9 +15,11 @@ TIMEOUT_S = 900.0
 
 
 def _client(url: str, concurrency: int) -> httpx.AsyncClient:
-    limits = httpx.Limits(
-        max_connections=concurrency + 1, max_keepalive_connections=concurrency + 1
-    )
+    # NOTE: a fresh connection per request (no keep-alive): llama-server (cpp-httplib) closes an
+    # idle kept-alive connection after 5 s, and on a loaded machine the next request raced that
+    # close and failed with "Server disconnected without sending a response". A local connect
+    # costs well under a millisecond, against requests of seconds, and every system pays it.
+    limits = httpx.Limits(max_connections=concurrency + 1, max_keepalive_connections=0)
     return httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S, limits=limits)
 
 

