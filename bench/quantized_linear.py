@@ -16,42 +16,20 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
-import numpy as np
 import torch
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-from gguf.quants import quantize
 
+from bench.serving.cpu_features import cpu_flags
 from engine.kernels.cpu import load_cpu_kernels
 from engine.kernels.cpu.quantized import Isa, kernel_name, packed_format
-from engine.layers.block_tensor import BlockTensor
 from engine.layers.packed_linear import PackedLinear
 from engine.layers.quantized_linear import QuantizedLinear
+from tests.support.random_blocks import random_block_tensor
 
 # NOTE: SmolLM2-135M: fused q/k/v, o, fused gate/up, down, the tied LM head.
 SHAPES = ((1728, 576), (576, 576), (3072, 576), (576, 1536), (49152, 576))
 TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "BF16", "F16")
-QUANTIZABLE = frozenset(GGMLQuantizationType[name] for name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"))
-_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_int8", "avx_vnni")
-
-
-def weight(qtype: GGMLQuantizationType, rows: int, cols: int) -> BlockTensor:
-    rng = np.random.default_rng(0)
-    if qtype in (GGMLQuantizationType.BF16, GGMLQuantizationType.F16):
-        dtype = torch.bfloat16 if qtype == GGMLQuantizationType.BF16 else torch.float16
-        return BlockTensor(qtype, rows, cols, torch.randn(rows, cols).to(dtype))
-    if qtype in QUANTIZABLE:
-        data = quantize(rng.standard_normal((rows, cols), np.float32), qtype)
-        return BlockTensor(qtype, rows, cols, torch.from_numpy(data))
-    block_size, type_size = GGML_QUANT_SIZES[qtype]
-    blocks = rng.integers(0, 256, (rows * cols // block_size, type_size), dtype=np.uint8)
-    scales = (rng.random((len(blocks), 2)) * 0.01 + 1e-3).astype(np.float16).view(np.uint8)
-    if qtype == GGMLQuantizationType.Q6_K:
-        blocks[:, -2:] = scales[:, :2]  # d
-    else:
-        blocks[:, :4] = scales  # d, dmin
-    return BlockTensor(qtype, rows, cols, torch.from_numpy(blocks.reshape(rows, -1)))
 
 
 def time_ms(call: Callable[[torch.Tensor], object], x: torch.Tensor, seconds: float) -> float:
@@ -70,12 +48,6 @@ def time_ms(call: Callable[[torch.Tensor], object], x: torch.Tensor, seconds: fl
     return statistics.median(runs)
 
 
-def cpu_flags() -> str:
-    line = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    present = set(line.split(":", 1)[1].split())
-    return " ".join(f"{flag}{'+' if flag in present else '-'}" for flag in _FLAGS)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 8, 32])
@@ -87,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     kernels = load_cpu_kernels()
     if kernels is None:
         raise SystemExit("the CPU kernels did not build: nothing to compare")
-    print(f"CPU flags: {cpu_flags()}; torch threads: {torch.get_num_threads()}")
+    print(f"CPU flags: {' '.join(cpu_flags())}; torch threads: {torch.get_num_threads()}")
     print(f"{'shape':>11} {'rows':>4} {'type':>5} {'path':>18} {'bits/w':>6} {'ms':>8} {'fp32 ms':>8} {'speed-up':>8}")
     for out_features, in_features in SHAPES:
         fp32 = PackedLinear(torch.randn(out_features, in_features), None)
@@ -96,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             qtype = GGMLQuantizationType[name]
             if in_features % GGML_QUANT_SIZES[qtype][0]:
                 continue  # K-quants need rows of whole 256-blocks (llama.cpp writes Q5_0/Q5_1/Q8_0 instead)
-            part = weight(qtype, out_features, in_features)
+            part = random_block_tensor(qtype, out_features, in_features)
             for isa in (Isa.AVX2, Isa.AVX512):
                 try:
                     path = kernel_name(kernels, packed_format(qtype), isa)

@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-from gguf.quants import quantize
+from gguf import GGMLQuantizationType
 
 from engine.kernels.cpu import load_cpu_kernels
 from engine.kernels.cpu.quantized import Isa, PackedFormat, quantize_activations
@@ -23,11 +22,10 @@ from engine.layers import quantized_linear
 from engine.layers.block_tensor import BlockTensor
 from engine.layers.quantized_linear import TORCH_PATH, QuantizedEmbedding, QuantizedLinear
 from tests.engine.kernels.cpu_features import CPU_FLAGS, require_cpu
+from tests.support.random_blocks import HALF_TYPES, random_block_tensor
 
 T = GGMLQuantizationType
 INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K)
-QUANTIZABLE = frozenset({T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0})
-HALF_TYPES = (T.BF16, T.F16)
 
 @pytest.fixture(scope="module")
 def kernels():
@@ -43,26 +41,6 @@ def _require_isa(qtype: GGMLQuantizationType, isa: Isa) -> None:
         require_cpu("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
     else:
         require_cpu("avx2", "fma", "f16c")
-
-
-def make_weight(qtype: GGMLQuantizationType, rows: int, cols: int, seed: int) -> BlockTensor:
-    """Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and the half types from gguf's quantizer; K-quants as random valid
-    blocks (random bytes under small positive fp16 super-block scales)."""
-    rng = np.random.default_rng(seed)
-    if qtype in HALF_TYPES:
-        dtype = torch.bfloat16 if qtype == T.BF16 else torch.float16
-        return BlockTensor(qtype, rows, cols, torch.from_numpy(rng.standard_normal((rows, cols), np.float32)).to(dtype))
-    if qtype in QUANTIZABLE:
-        data = quantize(rng.standard_normal((rows, cols), np.float32), qtype)
-        return BlockTensor(qtype, rows, cols, torch.from_numpy(data))
-    block_size, type_size = GGML_QUANT_SIZES[qtype]
-    blocks = rng.integers(0, 256, (rows * cols // block_size, type_size), dtype=np.uint8)
-    scales = (rng.random((len(blocks), 2)) * 0.01 + 1e-3).astype(np.float16).view(np.uint8)
-    if qtype == T.Q6_K:
-        blocks[:, -2:] = scales[:, :2]  # d
-    else:
-        blocks[:, :4] = scales  # d, dmin
-    return BlockTensor(qtype, rows, cols, torch.from_numpy(blocks.reshape(rows, -1)))
 
 
 def _rounded_activations(kernels, x: torch.Tensor, qtype: GGMLQuantizationType, isa: Isa) -> torch.Tensor:
@@ -104,7 +82,7 @@ def _rounding_bound(x: torch.Tensor, qtype: GGMLQuantizationType, isa: Isa) -> t
 def test_quantized_linear_matches_float64(kernels, qtype: GGMLQuantizationType, isa: Isa, rows: int) -> None:
     _require_isa(qtype, isa)
     in_features = 512 if qtype in INT_TYPES else 131  # half types: an odd width, a lone last k
-    weight = make_weight(qtype, 37, in_features, seed=rows)
+    weight = random_block_tensor(qtype, 37, in_features, seed=rows)
     x = torch.randn(rows, in_features, generator=torch.Generator().manual_seed(rows))
     layer = QuantizedLinear([weight], isa=isa)
     assert ("avx512" in layer.kernel_path) == (isa == Isa.AVX512 and qtype != T.F16), layer.kernel_path
@@ -118,7 +96,7 @@ def test_quantized_linear_matches_float64(kernels, qtype: GGMLQuantizationType, 
 def test_fused_parts_of_mixed_types_with_bias(kernels, isa: Isa) -> None:
     """q/k/v-like parts of three types (column counts across panel edges) and one bias."""
     _require_isa(T.Q4_K, isa)
-    parts = [make_weight(T.Q4_K, 17, 256, 1), make_weight(T.Q6_K, 21, 256, 2), make_weight(T.Q8_0, 16, 256, 3)]
+    parts = [random_block_tensor(T.Q4_K, 17, 256, 1), random_block_tensor(T.Q6_K, 21, 256, 2), random_block_tensor(T.Q8_0, 16, 256, 3)]
     bias = torch.randn(54)
     x = torch.randn(9, 256)
     got = QuantizedLinear(parts, bias, isa=isa)(x)
@@ -140,7 +118,7 @@ def test_activations_are_rounded_to_int8_per_block_of_32(kernels) -> None:
 
 @pytest.mark.parametrize("qtype", INT_TYPES + HALF_TYPES, ids=lambda t: t.name)
 def test_embedding_rows_are_exact(kernels, qtype: GGMLQuantizationType) -> None:
-    weight = make_weight(qtype, 40, 256, seed=7)
+    weight = random_block_tensor(qtype, 40, 256, seed=7)
     embedding = QuantizedEmbedding(weight)
     ids = torch.tensor([[0, 39, 17], [16, 15, 0]])
     got = embedding(ids)
@@ -149,7 +127,7 @@ def test_embedding_rows_are_exact(kernels, qtype: GGMLQuantizationType) -> None:
 
 
 def test_tied_head_shares_the_embedding_panels(kernels) -> None:
-    weight = make_weight(T.Q8_0, 40, 256, seed=8)
+    weight = random_block_tensor(T.Q8_0, 40, 256, seed=8)
     embedding = QuantizedEmbedding(weight)
     head = embedding.as_linear()
     (panels, _), = head.packed_parts
@@ -165,7 +143,7 @@ def test_forcing_a_path_the_cpu_lacks_names_the_feature(kernels) -> None:
     if "avx512_vnni" in CPU_FLAGS:
         pytest.skip("this CPU has avx512_vnni: every path runs here")
     with pytest.raises(RuntimeError, match="avx512_vnni"):
-        QuantizedLinear([make_weight(T.Q4_0, 16, 64, 0)], isa=Isa.AVX512)
+        QuantizedLinear([random_block_tensor(T.Q4_0, 16, 64, 0)], isa=Isa.AVX512)
 
 
 def test_f32_weights_use_the_fp32_packed_kernel(kernels) -> None:
@@ -179,7 +157,7 @@ def test_f32_weights_use_the_fp32_packed_kernel(kernels) -> None:
 def test_torch_fallback_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the kernels cannot be built (and on CUDA) the weight is dequantized once at load."""
     monkeypatch.setattr(quantized_linear, "load_cpu_kernels", lambda: None)
-    parts = [make_weight(T.Q4_K, 20, 256, 4), make_weight(T.BF16, 12, 256, 5)]
+    parts = [random_block_tensor(T.Q4_K, 20, 256, 4), random_block_tensor(T.BF16, 12, 256, 5)]
     bias = torch.randn(32)
     layer = QuantizedLinear(parts, bias)
     assert layer.kernel_path == TORCH_PATH
@@ -192,7 +170,7 @@ def test_torch_fallback_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_tall_weights_are_packed_a_slice_of_rows_at_a_time(kernels) -> None:
     """Past 4,096 rows the packing goes slice by slice; the rows come out as one weight."""
-    weight = make_weight(T.Q4_1, 4096 + 37, 64, seed=9)
+    weight = random_block_tensor(T.Q4_1, 4096 + 37, 64, seed=9)
     embedding = QuantizedEmbedding(weight)
     ids = torch.tensor([0, 4095, 4096, 4132, 17])
     torch.testing.assert_close(embedding(ids), weight.dequantize()[ids], rtol=0, atol=0)
@@ -203,7 +181,7 @@ def test_tall_weights_are_packed_a_slice_of_rows_at_a_time(kernels) -> None:
 
 def test_scales_stay_float32_where_fp16_cannot_hold_them(kernels) -> None:
     """Q8_0's min is -128 d: past |d| = 511.75 it is no fp16, and the weight keeps float32 scales."""
-    small = make_weight(T.Q8_0, 16, 64, seed=10)
+    small = random_block_tensor(T.Q8_0, 16, 64, seed=10)
     assert QuantizedEmbedding(small).as_linear().packed_parts[0][1] == PackedFormat.FULL32_HALF
     data = small.data.clone()
     data[3, :2] = torch.from_numpy(np.array([600.0], np.float16).view(np.uint8))  # row 3's first d
