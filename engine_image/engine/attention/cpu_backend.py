@@ -50,6 +50,10 @@ class CpuAttention(TorchNativeAttention):
         )
         return out
 
+    def decodes_in_pool(self, batch: ForwardBatch) -> bool:
+        """Whether this step's attention is the kernel's decode (set up by ``init_forward_metadata``)."""
+        return isinstance(batch.attn_metadata, _PoolDecode)
+
     def decodes_with_kernel(self, batch: ForwardBatch) -> bool:
         """Whether a decode of ``batch`` runs the kernel: it is built and fits the head size,
         and the pool is float32 on the CPU."""

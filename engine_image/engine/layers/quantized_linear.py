@@ -114,6 +114,15 @@ class QuantizedLinear(nn.Module):
             )
 
     @property
+    def isa(self) -> Isa:
+        return self._isa
+
+    @property
+    def part_out_features(self) -> list[int]:
+        """Each part's output width, in the order the parts are stacked."""
+        return list(self._out_features)
+
+    @property
     def packed_parts(self) -> list[tuple[torch.Tensor, PackedFormat]]:
         """The kernels' panels and formats, one per part; empty on the other paths."""
         return list(zip(self._panels, self._formats, strict=True)) if self._formats else []

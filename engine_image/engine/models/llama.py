@@ -27,6 +27,7 @@ from engine.models.moe import (
     expert_target,
     is_stacked_expert_param,
 )
+from engine.models.quantized_decode_stack import QuantizedDecodeStack, StackLayer
 
 
 class Attention(nn.Module):
@@ -125,6 +126,19 @@ class DecoderLayer(nn.Module):
         hidden, residual = self.post_attention_layernorm.add_and_norm(hidden, residual)
         return self.mlp(hidden), residual
 
+    def stack_layer(self) -> StackLayer | None:
+        """This layer for the one-call decode stack; None unless every projection is quantized."""
+        attn, mlp = self.self_attn, self.mlp
+        if not isinstance(mlp, MLP):
+            return None
+        qkv, o, gate_up, down = attn.qkv_proj, attn.o_proj, mlp.gate_up_proj, mlp.down_proj
+        if not (
+            isinstance(qkv, QuantizedLinear) and isinstance(o, QuantizedLinear)
+            and isinstance(gate_up, QuantizedLinear) and isinstance(down, QuantizedLinear)
+        ):
+            return None
+        return StackLayer((qkv, o, gate_up, down), self.input_layernorm.weight, self.post_attention_layernorm.weight)
+
 
 def _mlp(config: ModelConfig, layer_id: int) -> nn.Module:
     moe = config.moe
@@ -165,6 +179,10 @@ class LlamaFamilyForCausalLM(nn.Module):
         self.lm_head: nn.Linear | PackedLinear | QuantizedLinear | None = (
             None if config.tie_word_embeddings else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         )
+        # NOTE: built at the first decode step (the GGUF loader swaps the layers in after
+        # __init__); None: the Python layers run every step.
+        self.decode_stack: QuantizedDecodeStack | None = None
+        self._decode_stack_built = False
 
     # NOTE: False for subclasses whose head is not an LM head (sequence classifiers).
     has_lm_head = True
@@ -197,12 +215,28 @@ class LlamaFamilyForCausalLM(nn.Module):
         hidden = self.embed_tokens(batch.input_ids)
         rope = self.rotary.lookup(batch.positions, hidden.dtype)
         residual: torch.Tensor | None = None
-        for layer in self.layers:
-            hidden, residual = layer(hidden, residual, batch, backend, rope)
+        stack = self._stack_for(batch, backend, hidden, rope)
+        if stack is not None:
+            hidden, residual = stack.decode(hidden, batch, rope)
+        else:
+            for layer in self.layers:
+                hidden, residual = layer(hidden, residual, batch, backend, rope)
         assert residual is not None, "a model has at least one layer"
         last = batch.last_token_indices
         normed, _ = self.norm.add_and_norm(hidden[last], residual[last])
         return normed
+
+    def _stack_for(
+        self, batch: ForwardBatch, backend: AttentionBackend, hidden: torch.Tensor, rope: RopeAngles
+    ) -> QuantizedDecodeStack | None:
+        """The one-call decoder stack when it computes this step, else None (the Python layers)."""
+        if not QuantizedDecodeStack.runs(batch, backend, hidden, rope):
+            return None
+        if not self._decode_stack_built:
+            layers = [layer.stack_layer() if isinstance(layer, DecoderLayer) else None for layer in self.layers]
+            self.decode_stack = QuantizedDecodeStack.build(self.config, layers, backend.scale)
+            self._decode_stack_built = True
+        return self.decode_stack
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Copies checkpoint tensors (Hugging Face names) into our fused parameters."""

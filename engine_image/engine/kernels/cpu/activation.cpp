@@ -14,10 +14,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include "cpu_ops.h"
 
 namespace {
 
 constexpr int64_t kGrainElements = 32768;
+
+}  // namespace
+
+namespace gomgr_cpu {
 
 void silu_and_mul(const at::Tensor& gate_up, const at::Tensor& out) {
   TORCH_CHECK(gate_up.scalar_type() == at::kFloat && out.scalar_type() == at::kFloat, "gate_up and out must be float32");
@@ -40,9 +45,9 @@ void silu_and_mul(const at::Tensor& gate_up, const at::Tensor& out) {
   });
 }
 
-}  // namespace
+}  // namespace gomgr_cpu
 
 TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
   m.def("silu_and_mul(Tensor gate_up, Tensor(a!) out) -> ()");
-  m.impl("silu_and_mul", &silu_and_mul);
+  m.impl("silu_and_mul", &gomgr_cpu::silu_and_mul);
 }

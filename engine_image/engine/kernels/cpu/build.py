@@ -28,11 +28,11 @@ SOURCES = tuple(
     _HERE / name
     for name in (
         "decode_attention.cpp", "linear.cpp", "rmsnorm.cpp", "rotary.cpp", "activation.cpp",
-        "quantized_linear.cpp", "quantized_avx2.cpp", "quantized_avx512.cpp",
+        "quantized_linear.cpp", "quantized_avx2.cpp", "quantized_avx512.cpp", "decode_stack.cpp",
     )
 )
 # NOTE: hashed with the sources (a change rebuilds) but not compiled on their own.
-HEADERS = (_HERE / "vec8.h", _HERE / "quantized.h")
+HEADERS = (_HERE / "vec8.h", _HERE / "quantized.h", _HERE / "cpu_ops.h")
 # NOTE: the head sizes decode_attention.cpp instantiates; other sizes use the torch path.
 CPU_HEAD_DIMS = frozenset({16, 32, 64, 128, 256})
 # NOTE: -fopenmp at compile time only: at::parallel_for's GOMP_parallel then resolves to the

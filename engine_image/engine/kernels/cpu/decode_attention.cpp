@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "vec8.h"
+#include "cpu_ops.h"
 
 namespace {
 
@@ -108,6 +109,10 @@ void check_float(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.is_contiguous(), name, " must be contiguous");
 }
 
+}  // namespace
+
+namespace gomgr_cpu {
+
 // q, out: [B, heads * D]; k_buffer, v_buffer: [slots, kv_heads, D]; req_to_token: [rows, C];
 // req_pool_indices, seq_lens: [B] int64.
 void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tensor& k_buffer,
@@ -159,9 +164,9 @@ void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tens
   });
 }
 
-}  // namespace
+}  // namespace gomgr_cpu
 
 TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
   m.def("decode_attention(Tensor q, Tensor(a!) out, Tensor k_buffer, Tensor v_buffer, Tensor req_to_token, Tensor req_pool_indices, Tensor seq_lens, float scale) -> ()");
-  m.impl("decode_attention", &decode_attention);
+  m.impl("decode_attention", &gomgr_cpu::decode_attention);
 }

@@ -10,7 +10,11 @@
 // panels [K][kCols].
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace gomgr_quant {
 
@@ -68,5 +72,9 @@ void bf16_panel_avx2(const float* x, int64_t ldx, int64_t K2, int64_t m0, int64_
                      const float* bias, float* y, int64_t ldy, int64_t cols);
 void f16_panel_f16c(const float* x, int64_t ldx, int64_t K, int64_t m0, int64_t rows, const uint8_t* panel,
                     const float* bias, float* y, int64_t ldy, int64_t cols);
+
+// y = x @ W^T (+ bias), W the packed parts stacked along the output: the op quantized_linear.
+at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& panels, const std::vector<int64_t>& formats,
+                            const std::vector<int64_t>& out_features, const std::optional<at::Tensor>& bias, int64_t isa);
 
 }  // namespace gomgr_quant

@@ -136,6 +136,8 @@ struct Part {
   int64_t bytes_per_panel, first_panel, first_column, columns;
 };
 
+}  // namespace
+
 at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& panels, const std::vector<int64_t>& formats,
                             const std::vector<int64_t>& out_features, const std::optional<at::Tensor>& bias, int64_t isa) {
   TORCH_CHECK(x.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1, "x must be a float32 matrix with contiguous rows");
@@ -201,6 +203,8 @@ at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& 
   }
   return out;
 }
+
+namespace {
 
 std::string quantized_kernel(int64_t format, int64_t isa) {
   switch (resolve(format, isa)) {

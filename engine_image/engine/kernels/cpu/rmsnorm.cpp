@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "vec8.h"
+#include "cpu_ops.h"
 
 namespace {
 
@@ -59,6 +60,10 @@ void for_each_row(int64_t rows, int64_t width, const RowFn& fn) {
   });
 }
 
+}  // namespace
+
+namespace gomgr_cpu {
+
 void rms_norm(const at::Tensor& x, const at::Tensor& out, const at::Tensor& weight, double eps) {
   const int64_t width = weight.numel();
   check_rows(weight, "weight", width);
@@ -100,11 +105,11 @@ void add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Ten
   });
 }
 
-}  // namespace
+}  // namespace gomgr_cpu
 
 TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
   m.def("rms_norm(Tensor x, Tensor(a!) out, Tensor weight, float eps) -> ()");
-  m.impl("rms_norm", &rms_norm);
+  m.impl("rms_norm", &gomgr_cpu::rms_norm);
   m.def("add_rms_norm(Tensor x, Tensor residual, Tensor(a!) normed, Tensor(b!) sum, Tensor weight, float eps) -> ()");
-  m.impl("add_rms_norm", &add_rms_norm);
+  m.impl("add_rms_norm", &gomgr_cpu::add_rms_norm);
 }

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include "cpu_ops.h"
 
 namespace {
 
@@ -25,6 +26,10 @@ void check_heads(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.scalar_type() == at::kFloat && t.dim() == 3, name, " must be a float32 [tokens, heads, head_dim] tensor");
   TORCH_CHECK(t.stride(2) == 1 && t.stride(1) == t.size(2), name, "'s heads must be contiguous within a token");
 }
+
+}  // namespace
+
+namespace gomgr_cpu {
 
 // x, out: [T, H, D]; cos, sin_signed: [T, 1, D] or [T, D], contiguous.
 void rotary_heads(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin_signed, const at::Tensor& out) {
@@ -86,11 +91,11 @@ void store_kv(const at::Tensor& k, const at::Tensor& v, const at::Tensor& k_buff
   });
 }
 
-}  // namespace
+}  // namespace gomgr_cpu
 
 TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
   m.def("rotary_heads(Tensor x, Tensor cos, Tensor sin_signed, Tensor(a!) out) -> ()");
-  m.impl("rotary_heads", &rotary_heads);
+  m.impl("rotary_heads", &gomgr_cpu::rotary_heads);
   m.def("store_kv(Tensor k, Tensor v, Tensor(a!) k_buffer, Tensor(b!) v_buffer, Tensor loc) -> ()");
-  m.impl("store_kv", &store_kv);
+  m.impl("store_kv", &gomgr_cpu::store_kv);
 }
