@@ -33,17 +33,30 @@ enum Format : int64_t {
   kNibble32Half = 6,
   kByte32Half = 7,
   kFull32Half = 8,
+  // 5-bit quants, groups of 32 (Q5_0, Q5_1, Q5_K): kNibble32's nibbles of the low 4 bits, then
+  // 64 bytes of the fifth bits, bit t of byte i being that of byte i of step t. 6 bits a
+  // weight with fp16 scales (a byte each would take 9).
+  kFive32 = 9,
+  kFive32Half = 10,
 };
 
-constexpr bool half_scales(Format f) { return f >= kNibble32Half; }
+constexpr Format kLastFormat = kFive32Half;
+constexpr bool half_scales(Format f) {
+  return f == kNibble32Half || f == kByte32Half || f == kFull32Half || f == kFive32Half;
+}
 constexpr Format quant_format(Format f) {
-  return f == kNibble32Half ? kNibble32 : f == kByte32Half ? kByte32 : f == kFull32Half ? kFull32 : f;
+  return f == kNibble32Half ? kNibble32
+         : f == kByte32Half ? kByte32
+         : f == kFull32Half ? kFull32
+         : f == kFive32Half ? kFive32
+                            : f;
 }
 constexpr bool is_int(Format f) { return f != kBF16 && f != kF16; }
 constexpr int64_t group_size(Format f) { return quant_format(f) == kByte16 ? 16 : 32; }
 constexpr int64_t scale_bytes(Format f) { return half_scales(f) ? 2 : 4; }
 constexpr int64_t group_quant_bytes(Format f) {
-  return group_size(f) * kCols / (quant_format(f) == kNibble32 ? 2 : 1);
+  return quant_format(f) == kFive32 ? 32 * kCols / 2 + 32 * kCols / 8
+                                    : group_size(f) * kCols / (quant_format(f) == kNibble32 ? 2 : 1);
 }
 // [scale: kCols][min: kCols][quants]
 constexpr int64_t group_bytes(Format f) { return 2 * kCols * scale_bytes(f) + group_quant_bytes(f); }

@@ -40,6 +40,8 @@ class PackedFormat(enum.IntEnum):
     NIBBLE32_HALF = 6
     BYTE32_HALF = 7
     FULL32_HALF = 8
+    FIVE32 = 9
+    FIVE32_HALF = 10
 
 
 class Isa(enum.IntEnum):
@@ -59,6 +61,7 @@ _HALF_SCALED = {
     PackedFormat.NIBBLE32: PackedFormat.NIBBLE32_HALF,
     PackedFormat.BYTE32: PackedFormat.BYTE32_HALF,
     PackedFormat.FULL32: PackedFormat.FULL32_HALF,
+    PackedFormat.FIVE32: PackedFormat.FIVE32_HALF,
 }
 
 
@@ -82,6 +85,8 @@ def packed_format(qtype: GGMLQuantizationType) -> PackedFormat:
         return PackedFormat.FULL32
     if MAX_QUANT[qtype] == 15:
         return PackedFormat.NIBBLE32
+    if MAX_QUANT[qtype] == 31 and GROUP_SIZE[qtype] == 32:
+        return PackedFormat.FIVE32
     return PackedFormat.BYTE16 if GROUP_SIZE[qtype] == 16 else PackedFormat.BYTE32
 
 
@@ -138,8 +143,15 @@ def _panels(unpacked: UnpackedBlocks, qtype: GGMLQuantizationType, half: bool) -
     panels = quants.shape[0] // PANEL_COLUMNS
     # [panel, column, group, step, 4 k] -> [panel, group, step, column, 4 k]
     steps_major = quants.view(panels, PANEL_COLUMNS, groups, steps, 4).permute(0, 2, 3, 1, 4)
-    if packed_format(qtype) == PackedFormat.NIBBLE32:
-        steps_major = steps_major[:, :, :4] | (steps_major[:, :, 4:] << 4)
+    fmt = packed_format(qtype)
+    if fmt == PackedFormat.FIVE32:
+        # NOTE: bit t of the fifth-bit bytes is step t's; the low 4 bits go on as nibbles.
+        shifts = torch.arange(steps, dtype=torch.uint8).view(1, 1, steps, 1, 1)
+        fifth = ((steps_major >> 4) << shifts).sum(dim=2, dtype=torch.uint8).unsqueeze(2)
+        steps_major = torch.cat([steps_major & 0x0F, fifth], dim=2)
+    if fmt in (PackedFormat.NIBBLE32, PackedFormat.FIVE32):
+        low = steps_major[:, :, :8]
+        steps_major = torch.cat([low[:, :, :4] | (low[:, :, 4:] << 4), steps_major[:, :, 8:]], dim=2)
     scale_type = np.float16 if half else np.float32
     per_group = [
         _padded_rows(torch.from_numpy(values.astype(scale_type))).view(panels, PANEL_COLUMNS, groups).transpose(1, 2)

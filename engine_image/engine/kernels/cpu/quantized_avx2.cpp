@@ -72,11 +72,19 @@ GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
       __m256 minimum = load_scales<half_scales(F)>(gp + (kCols + 8 * h) * scale_bytes(F));
       if constexpr (Q == kFull32) minimum = _mm256_fmadd_ps(_mm256_set1_ps(128.f), scale, minimum);
       __m256i w[kSteps];
-      if constexpr (Q == kNibble32) {
+      if constexpr (Q == kNibble32 || Q == kFive32) {
         for (int i = 0; i < 4; ++i) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * i + 32 * h));
           w[i] = _mm256_and_si256(v, low4);
           w[i + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        }
+        if constexpr (Q == kFive32) {
+          const __m256i fifth = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 256 + 32 * h));
+          for (int t = 0; t < kSteps; ++t) {
+            const __m256i bit = _mm256_set1_epi8(char(1 << t));
+            const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(fifth, bit), bit);
+            w[t] = _mm256_or_si256(w[t], _mm256_and_si256(set, _mm256_set1_epi8(16)));
+          }
         }
       } else {
         for (int t = 0; t < kSteps; ++t)
@@ -215,6 +223,8 @@ GOMGR_TARGET_AVX2 void int_panel_avx2(const Int8Rows& x, int64_t m0, int64_t row
     case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kByte32Half: int_rows<kByte32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kFive32: int_rows<kFive32>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kFive32Half: int_rows<kFive32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
     default: break;
   }
 }

@@ -45,11 +45,18 @@ GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
     const __m512 minimum = load_scales<half_scales(F)>(gp + kCols * scale_bytes(F));
     const uint8_t* quants = gp + 2 * kCols * scale_bytes(F);
     __m512i w[kSteps];
-    if constexpr (Q == kNibble32) {
+    if constexpr (Q == kNibble32 || Q == kFive32) {
       for (int i = 0; i < 4; ++i) {
         const __m512i v = _mm512_loadu_si512(quants + 64 * i);
         w[i] = _mm512_and_si512(v, low4);
         w[i + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      }
+      if constexpr (Q == kFive32) {
+        const __m512i fifth = _mm512_loadu_si512(quants + 256);
+        for (int t = 0; t < kSteps; ++t) {
+          const __mmask64 set = _mm512_test_epi8_mask(fifth, _mm512_set1_epi8(char(1 << t)));
+          w[t] = _mm512_mask_add_epi8(w[t], set, w[t], _mm512_set1_epi8(16));
+        }
       }
     } else {
       for (int t = 0; t < kSteps; ++t) w[t] = _mm512_loadu_si512(quants + 64 * t);
@@ -138,6 +145,8 @@ GOMGR_TARGET_VNNI void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int6
     case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kByte32Half: int_rows<kByte32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kFive32: int_rows<kFive32>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kFive32Half: int_rows<kFive32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
     default: break;
   }
 }

@@ -41,7 +41,7 @@ bool has_vnni() {
 bool has_avx512_bf16() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"); }
 
 Kernel resolve(int64_t format, int64_t isa) {
-  TORCH_CHECK(format >= kNibble32 && format <= kFull32Half, "unknown packed weight format ", format);
+  TORCH_CHECK(format >= kNibble32 && format <= kLastFormat, "unknown packed weight format ", format);
   TORCH_CHECK(isa >= -1 && isa <= 1, "isa must be -1 (best), 0 (AVX2) or 1 (AVX-512), got ", isa);
   const Format f = static_cast<Format>(format);
   if (f == kF16) return Kernel::kF16c;
@@ -252,9 +252,10 @@ void dequantize_column(const uint8_t* panel, Format f, int64_t K, int64_t j, flo
     for (int64_t kk = 0; kk < G; ++kk) {
       const int64_t step = kk / 4;
       int q;
-      if (quant_format(f) == kNibble32) {
+      if (quant_format(f) == kNibble32 || quant_format(f) == kFive32) {
         const uint8_t byte = quants[64 * (step % 4) + kk % 4];
         q = step < 4 ? byte & 0x0F : byte >> 4;
+        if (quant_format(f) == kFive32) q |= ((quants[256 + kk % 4] >> step) & 1) << 4;
       } else {
         q = quants[64 * step + kk % 4];
       }
@@ -266,7 +267,7 @@ void dequantize_column(const uint8_t* panel, Format f, int64_t K, int64_t j, flo
 
 // Rows `ids` of a packed weight as float32 [T, K]: embedding lookups without a float copy.
 at::Tensor dequantize_packed_rows(const at::Tensor& panels, int64_t format, int64_t K, const at::Tensor& ids) {
-  TORCH_CHECK(format >= kNibble32 && format <= kFull32Half, "unknown packed weight format ", format);
+  TORCH_CHECK(format >= kNibble32 && format <= kLastFormat, "unknown packed weight format ", format);
   const Format f = static_cast<Format>(format);
   TORCH_CHECK(ids.scalar_type() == at::kLong && ids.dim() == 1 && ids.is_contiguous(), "ids must be a 1-D int64 tensor");
   const int64_t bytes = panel_bytes(f, K), count = panels.numel() / bytes, T = ids.size(0);
