@@ -23,33 +23,24 @@ constexpr int64_t kActBlock = 32;  // activation values sharing one int8 scale
 
 enum Format : int64_t {
   kNibble32 = 0,  // 4-bit quants, groups of 32 (Q4_K)
-  kByte32 = 1,    // quants <= 63, groups of 32 (Q5_K)
-  kByte16 = 2,    // quants <= 63, groups of 16 (Q6_K)
-  kFull32 = 3,    // quants up to 255, groups of 32
+  // 5-bit quants, groups of 32 (Q5_K): kNibble32's nibbles of the low 4 bits, then 64 bytes of
+  // the fifth bits, bit t of byte i being that of byte i of step t (quants of 5 bits, not 8).
+  kFive32 = 1,
+  kByte16 = 2,  // quants <= 63, groups of 16 (Q6_K)
+  kFull32 = 3,  // quants up to 255, groups of 32
   kBF16 = 4,
   kF16 = 5,
   // The same with fp16 scale and min: lossless for the types whose d and m are fp16 in the
   // file (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), and half the bytes.
   kNibble32Half = 6,
-  kByte32Half = 7,
+  kFive32Half = 7,
   kFull32Half = 8,
-  // 5-bit quants, groups of 32 (Q5_0, Q5_1, Q5_K): kNibble32's nibbles of the low 4 bits, then
-  // 64 bytes of the fifth bits, bit t of byte i being that of byte i of step t. 6 bits a
-  // weight with fp16 scales (a byte each would take 9).
-  kFive32 = 9,
-  kFive32Half = 10,
 };
 
-constexpr Format kLastFormat = kFive32Half;
-constexpr bool half_scales(Format f) {
-  return f == kNibble32Half || f == kByte32Half || f == kFull32Half || f == kFive32Half;
-}
+constexpr Format kLastFormat = kFull32Half;
+constexpr bool half_scales(Format f) { return f >= kNibble32Half; }
 constexpr Format quant_format(Format f) {
-  return f == kNibble32Half ? kNibble32
-         : f == kByte32Half ? kByte32
-         : f == kFull32Half ? kFull32
-         : f == kFive32Half ? kFive32
-                            : f;
+  return f == kNibble32Half ? kNibble32 : f == kFive32Half ? kFive32 : f == kFull32Half ? kFull32 : f;
 }
 constexpr bool is_int(Format f) { return f != kBF16 && f != kF16; }
 constexpr int64_t group_size(Format f) { return quant_format(f) == kByte16 ? 16 : 32; }

@@ -32,16 +32,14 @@ class PackedFormat(enum.IntEnum):
     """quantized.h's ``Format``."""
 
     NIBBLE32 = 0
-    BYTE32 = 1
+    FIVE32 = 1
     BYTE16 = 2
     FULL32 = 3
     BF16 = 4
     F16 = 5
     NIBBLE32_HALF = 6
-    BYTE32_HALF = 7
+    FIVE32_HALF = 7
     FULL32_HALF = 8
-    FIVE32 = 9
-    FIVE32_HALF = 10
 
 
 class Isa(enum.IntEnum):
@@ -59,7 +57,6 @@ _FP16_SCALED = frozenset(
 )
 _HALF_SCALED = {
     PackedFormat.NIBBLE32: PackedFormat.NIBBLE32_HALF,
-    PackedFormat.BYTE32: PackedFormat.BYTE32_HALF,
     PackedFormat.FULL32: PackedFormat.FULL32_HALF,
     PackedFormat.FIVE32: PackedFormat.FIVE32_HALF,
 }
@@ -85,9 +82,9 @@ def packed_format(qtype: GGMLQuantizationType) -> PackedFormat:
         return PackedFormat.FULL32
     if MAX_QUANT[qtype] == 15:
         return PackedFormat.NIBBLE32
-    if MAX_QUANT[qtype] == 31 and GROUP_SIZE[qtype] == 32:
+    if MAX_QUANT[qtype] == 31:
         return PackedFormat.FIVE32
-    return PackedFormat.BYTE16 if GROUP_SIZE[qtype] == 16 else PackedFormat.BYTE32
+    return PackedFormat.BYTE16
 
 
 def _padded_rows(t: torch.Tensor) -> torch.Tensor:

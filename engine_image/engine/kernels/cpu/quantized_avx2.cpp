@@ -217,11 +217,9 @@ GOMGR_TARGET_AVX2 void int_panel_avx2(const Int8Rows& x, int64_t m0, int64_t row
                                       const float* bias, float* y, int64_t ldy, int64_t cols) {
   switch (f) {
     case kNibble32: int_rows<kNibble32>(x, m0, rows, panel, bias, y, ldy, cols); break;
-    case kByte32: int_rows<kByte32>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
-    case kByte32Half: int_rows<kByte32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFive32: int_rows<kFive32>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFive32Half: int_rows<kFive32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;

@@ -139,11 +139,9 @@ GOMGR_TARGET_VNNI void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int6
   const __mmask16 mask = column_mask(cols);
   switch (f) {
     case kNibble32: int_rows<kNibble32>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kByte32: int_rows<kByte32>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kByte32Half: int_rows<kByte32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFive32: int_rows<kFive32>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFive32Half: int_rows<kFive32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
