@@ -31,7 +31,12 @@ PROVISIONED_LAST = ("docker", "chat_ui")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: any(item.get_closest_marker(m) for m in PROVISIONED_LAST))
+    # NOTE: the whole directory of such a test moves with it: pytest ends a package's fixtures
+    # when the run leaves the package, so a package split in two would start them twice
+    # (tests/e2e_chat_ui's router and two engines, for its unmarked Ollama-client tests).
+    marked = [item for item in items if any(item.get_closest_marker(m) for m in PROVISIONED_LAST)]
+    last = {item.path.parent for item in marked}
+    items.sort(key=lambda item: item.path.parent in last)
 
 
 @pytest.fixture(scope="session")
