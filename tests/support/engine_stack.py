@@ -52,7 +52,17 @@ class Stack:
     router: Router
 
     def load(self) -> Load:
-        info = httpx.get(f"{self.engine.url}/server_info", timeout=10).json()
+        load = self._load_unless_busy()
+        assert load is not None, "/server_info answered 503: the scheduler did not answer in time"
+        return load
+
+    def _load_unless_busy(self) -> Load | None:
+        """The load, or None when /server_info answers 503 (a scheduler too busy to answer in time)."""
+        response = httpx.get(f"{self.engine.url}/server_info", timeout=10)
+        if response.status_code == 503:
+            return None
+        response.raise_for_status()
+        info = response.json()
         return Load(
             int(info["num_running_reqs"]),
             int(info["num_waiting_reqs"]),
@@ -70,10 +80,14 @@ class Stack:
         """Polls the load until idle or ``timeout_s``; the last load and the seconds it took."""
         started = time.monotonic()
         while True:
-            load = self.load()
+            # NOTE: a scheduler still draining a burst may miss /server_info's deadline; that is
+            # "not idle yet", not a failure, until the timeout.
+            load = self._load_unless_busy()
             waited = time.monotonic() - started
-            if load.idle or waited > timeout_s:
+            if load is not None and (load.idle or waited > timeout_s):
                 return load, waited
+            if load is None and waited > timeout_s:
+                return self.load(), waited
             time.sleep(poll_s)
 
 
