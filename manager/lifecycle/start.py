@@ -74,6 +74,9 @@ def start_engine(
     runtime = get_runtime(plan.runtime, paths)
     records = RecordStore(paths)
     progress.step(f"Starting engine {spec.id} on {spec.base_url}")
+    # NOTE (issue 30): the router starts while the engine loads, not once it is healthy, so a
+    # start that also brings the router up costs the longer of the two, not their sum.
+    router_up = router.ensure_in_background()
     try:
         handle = runtime.start(spec)
     except RuntimeStartError as exc:
@@ -90,7 +93,7 @@ def start_engine(
             with contextlib.suppress(StateConflict):
                 record = records.set_state(record, EngineState.FAILED)
             raise
-        router.ensure()
+        router_up.result()
         router.register(record)
         registered = True
         try:
