@@ -8,13 +8,13 @@ import re
 import secrets
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from manager.lifecycle.errors import EngineFailed, StartBlocked
 from manager.lifecycle.health_wait import never, wait_until_healthy
 from manager.lifecycle.planning import check_before_download, plan_start
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
+from manager.lifecycle.start_request import Started, StartRequest
 from manager.models.progress import Progress
 from manager.models.pull import is_local, resolve_model
 from manager.runtimes.base import ENGINE_HOST, EngineSpec, RuntimeStartError
@@ -22,29 +22,6 @@ from manager.runtimes.registry import get_runtime
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore, StateConflict
-
-
-@dataclass(frozen=True)
-class StartRequest:
-    repo: str  # repo id or model directory
-    runtime: str  # "auto" or a runtime name
-    port: int | None  # the engine's port; None: a free one
-    served_name: str | None  # None: the manifest's, else the repo id
-    timeout_s: float
-    # NOTE: containers: "auto" (where NVML sees GPUs), "all" or "none"; any runtime: the GPU
-    # indices the engine is pinned to ("0,1": docker device_ids, CUDA_VISIBLE_DEVICES).
-    gpus: str = "auto"
-    aliases: tuple[str, ...] = ()
-    variant: str | None = None  # a manifest name layered over the matched one
-    labels: dict[str, str] = field(default_factory=dict)  # kept in the record (gomgr apply's)
-    kv_tokens: int | None = None  # the engine's KV pool, its share where several run; None: its own
-
-
-@dataclass(frozen=True)
-class Started:
-    record: EngineRecord
-    router_url: str
-    runtime_reason: str
 
 
 def start_engine(
