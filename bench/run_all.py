@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench import (
     cli_startup,
+    engine_footprint,
     engine_streaming,
     engine_vs_transformers,
     grammar_cost,
@@ -81,6 +82,11 @@ def run_supervisor_overhead() -> str:
     return section(result["date"], result["machine"], result["command"], table)
 
 
+def run_engine_footprint() -> str:
+    result = engine_footprint.run(engine_footprint.parse_args([]))
+    return section(result["date"], result["machine"], result["command"], engine_footprint.markdown_table(result))
+
+
 def run_serving(*argv: str) -> Callable[[], str]:
     def run() -> str:
         result = serving_cli.run_and_save(list(argv))
@@ -106,6 +112,7 @@ BENCHMARKS: dict[str, Callable[[], str]] = {
     "grammar_cost": run_grammar_cost,
     "cli_startup": run_cli_startup,
     "supervisor_overhead": run_supervisor_overhead,
+    "engine_footprint": run_engine_footprint,
     "serving": run_serving(),
     "quantized_serving": run_serving("--section", "quantized"),
 }

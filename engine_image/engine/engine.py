@@ -82,6 +82,7 @@ class Engine:
         tree = self.scheduler.kv.tree
         return {
             "max_total_tokens": self.runner.max_total_tokens,
+            "kv_pool_bytes": self.runner.kv_pool.nbytes,
             "free_slots": self.runner.allocator.available_size(),
             "radix_cache_tokens": tree.total_size(),
             "radix_evictable_tokens": tree.evictable_size(),

@@ -12,8 +12,8 @@ class EngineConfig:
     dtype: str = "auto"  # auto | float32 | bfloat16 | float16
     device: str = "auto"  # auto | cpu | cuda
     context_length: int | None = None  # default: the model's max_position_embeddings
-    max_total_tokens: int | None = None  # KV pool size; default: from mem_fraction_static
-    mem_fraction_static: float | None = None  # default: 0.85 of free VRAM, 0.2 of free RAM
+    max_total_tokens: int | None = None  # KV pool size; default: runtime/kv_pool_size.py
+    mem_fraction_static: float | None = None  # default: 0.85 of free VRAM; on CPU see runtime/kv_pool_size.py
     # Max new tokens in one prefill batch; -1 disables chunking; default: per device
     # (see ``prefill_chunk``).
     chunked_prefill_size: int | None = None

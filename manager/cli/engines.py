@@ -21,7 +21,7 @@ from manager.state.paths import StatePaths
 # and (for start) readiness, the hub client and the docker SDK, and `gomgr --help`, which
 # loads this module, should pay for none of them.
 if TYPE_CHECKING:
-    from manager.lifecycle.start import Started
+    from manager.lifecycle.start_request import Started
 
 
 class RuntimeChoice(StrEnum):
@@ -94,7 +94,7 @@ def start(
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
-    from manager.lifecycle.start import StartRequest
+    from manager.lifecycle.start_request import StartRequest
     from manager.models.local_import import PATH_PREFIXES
     from manager.supervisor.engine_client import EngineClient
 

@@ -11,7 +11,8 @@ from manager.lifecycle.desired_state import DesiredEngine, DesiredState
 from manager.lifecycle.errors import LifecycleError
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
-from manager.lifecycle.start import StartRequest, start_engine
+from manager.lifecycle.start import start_engine
+from manager.lifecycle.start_request import StartRequest
 from manager.lifecycle.stop import stop_record
 from manager.models.errors import ModelError
 from manager.models.progress import Progress

@@ -9,7 +9,8 @@ from manager.lifecycle.gpus import CUDA_VISIBLE_DEVICES
 from manager.lifecycle.health_wait import never
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
-from manager.lifecycle.start import Started, StartRequest, start_engine
+from manager.lifecycle.start import start_engine
+from manager.lifecycle.start_request import Started, StartRequest
 from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
 from manager.lifecycle.stop import find_engines, stop_record
 from manager.models.progress import Progress

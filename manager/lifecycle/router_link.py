@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import httpx
@@ -61,6 +63,23 @@ class RouterLink:
         except RouterDaemonError as exc:
             raise RouterUnavailable(f"could not start the router on {self.url}", str(exc)) from exc
         return True
+
+    def ensure_in_background(self) -> Future[bool]:
+        """``ensure`` on a thread of its own; its result, or its RouterUnavailable, from the future.
+
+        NOTE: not a daemon thread, so a command that exits early still lets a router it began
+        finish starting (and write its record) rather than leave one nobody can find.
+        """
+        started: Future[bool] = Future()
+
+        def run() -> None:
+            try:
+                started.set_result(self.ensure())
+            except Exception as exc:  # noqa: BLE001 - handed to whoever waits on the future
+                started.set_exception(exc)
+
+        threading.Thread(target=run, name="router-start").start()
+        return started
 
     def register(self, record: EngineRecord) -> None:
         spec = record.handle.spec

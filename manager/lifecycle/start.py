@@ -8,13 +8,13 @@ import re
 import secrets
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from manager.lifecycle.errors import EngineFailed, StartBlocked
 from manager.lifecycle.health_wait import never, wait_until_healthy
 from manager.lifecycle.planning import check_before_download, plan_start
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.router_link import RouterLink
+from manager.lifecycle.start_request import Started, StartRequest
 from manager.models.progress import Progress
 from manager.models.pull import is_local, resolve_model
 from manager.runtimes.base import ENGINE_HOST, EngineSpec, RuntimeStartError
@@ -22,29 +22,6 @@ from manager.runtimes.registry import get_runtime
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore, StateConflict
-
-
-@dataclass(frozen=True)
-class StartRequest:
-    repo: str  # repo id or model directory
-    runtime: str  # "auto" or a runtime name
-    port: int | None  # the engine's port; None: a free one
-    served_name: str | None  # None: the manifest's, else the repo id
-    timeout_s: float
-    # NOTE: containers: "auto" (where NVML sees GPUs), "all" or "none"; any runtime: the GPU
-    # indices the engine is pinned to ("0,1": docker device_ids, CUDA_VISIBLE_DEVICES).
-    gpus: str = "auto"
-    aliases: tuple[str, ...] = ()
-    variant: str | None = None  # a manifest name layered over the matched one
-    labels: dict[str, str] = field(default_factory=dict)  # kept in the record (gomgr apply's)
-    kv_tokens: int | None = None  # the engine's KV pool, its share where several run; None: its own
-
-
-@dataclass(frozen=True)
-class Started:
-    record: EngineRecord
-    router_url: str
-    runtime_reason: str
 
 
 def start_engine(
@@ -74,6 +51,9 @@ def start_engine(
     runtime = get_runtime(plan.runtime, paths)
     records = RecordStore(paths)
     progress.step(f"Starting engine {spec.id} on {spec.base_url}")
+    # NOTE (issue 30): the router starts while the engine loads, not once it is healthy, so a
+    # start that also brings the router up costs the longer of the two, not their sum.
+    router_up = router.ensure_in_background()
     try:
         handle = runtime.start(spec)
     except RuntimeStartError as exc:
@@ -90,7 +70,7 @@ def start_engine(
             with contextlib.suppress(StateConflict):
                 record = records.set_state(record, EngineState.FAILED)
             raise
-        router.ensure()
+        router_up.result()
         router.register(record)
         registered = True
         try:

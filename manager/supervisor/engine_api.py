@@ -23,7 +23,8 @@ from starlette.responses import StreamingResponse
 from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.restart import restart_engine
 from manager.lifecycle.router_link import RouterLink
-from manager.lifecycle.start import Started, StartRequest, start_engine
+from manager.lifecycle.start import start_engine
+from manager.lifecycle.start_request import Started, StartRequest
 from manager.lifecycle.stop import find_engines, stop_record
 from manager.state.paths import StatePaths
 from manager.supervisor.engine_messages import (

@@ -14,7 +14,7 @@ import httpx
 
 from manager.lifecycle.errors import EngineNotFound, LifecycleError, RouterUnavailable
 from manager.lifecycle.router_link import VERIFY_TLS, RouterLink, error_message
-from manager.lifecycle.start import Started, StartRequest
+from manager.lifecycle.start_request import Started, StartRequest
 from manager.lifecycle.stop import stop_engines
 from manager.models.progress import Progress
 from manager.state.paths import StatePaths

@@ -12,7 +12,8 @@ import logging
 from manager.lifecycle.desired_state import DesiredEngine
 from manager.lifecycle.errors import LifecycleError
 from manager.lifecycle.router_link import RouterLink
-from manager.lifecycle.start import StartRequest, start_engine
+from manager.lifecycle.start import start_engine
+from manager.lifecycle.start_request import StartRequest
 from manager.lifecycle.stop import stop_record
 from manager.models.progress import SilentProgress
 from manager.runtimes.registry import get_runtime

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from manager.lifecycle.start import StartRequest
+from manager.lifecycle.start_request import StartRequest
 from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
 from manager.models.progress import Progress
 from manager.state.records import EngineRecord

@@ -46,6 +46,11 @@ class KVPool:
         for buffer in self._k + self._v:
             buffer[0].zero_()
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every K and V buffer: the memory the pool holds once its slots are written."""
+        return sum(buffer.nbytes for buffer in self._k + self._v)
+
     def k_buffer(self, layer: int) -> torch.Tensor:
         return self._k[layer]
 

@@ -7,6 +7,10 @@ step on SmolLM2 at 1,024 tokens. Raising the mmap threshold and the trim thresho
 those pages, much as a GPU caching allocator keeps device memory (vLLM's CPU backend
 preloads tcmalloc for the same reason). Only long-lived buffers above 32 MiB (weights, the
 KV pool) are still mapped on their own.
+
+What loading frees is another matter: the checkpoint's tensors, freed once packed or
+converted, are as large as the model and would stay in the process for good, so the heap is
+trimmed once the model is in place (``return_load_garbage``).
 """
 
 from __future__ import annotations
@@ -51,3 +55,17 @@ def keep_freed_memory(device: torch.device) -> bool:
     if not applied:
         logger.debug("malloc tuning refused; activation pages are faulted in anew each forward")
     return applied
+
+
+def return_load_garbage(device: torch.device) -> bool:
+    """On CPU under glibc, hands the heap's free pages back to the kernel (``malloc_trim(0)``);
+    True if any were. Called after the weights load: kept, the tensors freed while loading
+    (the checkpoint's, replaced by packed or converted ones: 0.4 GiB for SmolLM2-135M in fp32)
+    would count in the process's RSS for its whole life."""
+    if device.type != "cpu":
+        return False
+    try:
+        malloc_trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    except (OSError, AttributeError, TypeError):
+        return False
+    return bool(malloc_trim(0))

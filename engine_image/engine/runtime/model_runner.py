@@ -17,14 +17,15 @@ from engine.gguf.location import gguf_file
 from engine.gguf.weights import GGUFWeights
 from engine.layers.packed_linear import can_pack
 from engine.layers.rotary import RotaryEmbedding
-from engine.memory import KVPool, ReqToTokenPool, TokenAllocator, memory_budget_bytes
+from engine.memory import KVPool, ReqToTokenPool, TokenAllocator
 from engine.models.expert_distribution import ExpertDistributionRecorder
 from engine.models.gguf_loader import load_gguf_weights
 from engine.models.moe import attach_expert_recorder
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
-from engine.runtime.host_malloc import keep_freed_memory
+from engine.runtime.host_malloc import keep_freed_memory, return_load_garbage
+from engine.runtime.kv_pool_size import kv_pool_tokens
 from engine.runtime.weights_info import WeightsInfo, packed_kernel_paths, quantized_kernel_paths
 
 if TYPE_CHECKING:
@@ -77,8 +78,9 @@ class ModelRunner:
         # NOTE: owned here, not by the model, so a recording survives a weight reload.
         self.expert_recorder = self._expert_recorder()
         self.model, self.weights = self._build_model(self.model_config.model_path)
-        self.max_total_tokens = self._pool_size()
         mc = self.model_config
+        per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.dtype)
+        self.max_total_tokens = kv_pool_tokens(config, self.device, per_token, self.context_length)
         self.kv_pool = KVPool(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.max_total_tokens, self.dtype, self.device)
         self.allocator = TokenAllocator(self.max_total_tokens, device=self.device)
         # NOTE: +1 position so a request at the context limit can still write its last token.
@@ -86,10 +88,11 @@ class ModelRunner:
         backend = config.attention_backend or default_attention_backend(self.device)
         self.attention = create_attention_backend(backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
         self.cuda_graph = self._capture_cuda_graphs()
+        return_load_garbage(self.device)
         logger.info(
-            "loaded %s (%s, %s) on %s in %s; KV pool %d tokens, context %d",
+            "loaded %s (%s, %s) on %s in %s; KV pool %d tokens (%.2f GiB), context %d",
             mc.model_path, mc.architecture, self.weights, self.device, str(self.dtype).removeprefix("torch."),
-            self.max_total_tokens, self.context_length,
+            self.max_total_tokens, self.kv_pool.nbytes / (1 << 30), self.context_length,
         )
 
     def forward(self, batch: ForwardBatch) -> torch.Tensor:
@@ -109,6 +112,7 @@ class ModelRunner:
         # NOTE: the new weights load into a separate model; the live one is replaced only
         # once every tensor loaded, so a bad checkpoint leaves the old weights serving.
         self.model, self.weights = self._build_model(model_path)
+        return_load_garbage(self.device)
         # NOTE: graphs replay the old parameters' addresses, so the new model is captured
         # anew; the old graphs go first so their memory pool is free for the capture.
         self.cuda_graph = None
@@ -171,17 +175,3 @@ class ModelRunner:
             return None
         layer_ids = [i for i in range(self.model_config.num_layers) if moe.is_moe_layer(i)]
         return ExpertDistributionRecorder(layer_ids, moe.num_experts, self.device)
-
-    def _pool_size(self) -> int:
-        if self.config.max_total_tokens is not None:
-            return self.config.max_total_tokens
-        mc = self.model_config
-        fraction = self.config.mem_fraction_static or (0.85 if self.device.type == "cuda" else 0.2)
-        per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.dtype)
-        by_memory = memory_budget_bytes(self.device, fraction) // per_token
-        # NOTE: more slots than every running request at full context can never be used.
-        useful = self.config.max_running_requests * self.context_length
-        size = int(min(by_memory, useful))
-        if size < 2:
-            raise RuntimeError("not enough free memory for a KV cache; lower the context length or free memory")
-        return size

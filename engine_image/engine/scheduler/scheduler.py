@@ -156,6 +156,7 @@ class Scheduler:
             weights_format=runner.weights.format,
             weights_quant_types=runner.weights.quant_types,
             weights_kernel=runner.weights.kernel,
+            kv_pool_bytes=runner.kv_pool.nbytes,
         )
 
     # ------------------------------------------------------------------ stepping
