@@ -64,17 +64,17 @@ def serve(args: ServerArgs) -> None:
         with bound_omp_threads():
             supervisor.spawn("scheduler", SCHEDULER_ENTRY, args.engine_config(), port_args, args.log_level)
         supervisor.spawn("detokenizer", DETOKENIZER_ENTRY, tokenizer_path, port_args)
-        # NOTE: imported only now, while the children import theirs (torch, transformers and
-        # uvicorn take seconds each), and only once the flags parsed, so a bad flag fails at once.
+        # NOTE: imported only now, while the children import theirs (torch takes seconds),
+        # and only once the flags parsed, so a bad flag fails at once.
         import uvicorn
-        from transformers import AutoTokenizer
 
         from engine.server.context import ServerContext
         from engine.server.http_server import create_app
         from engine.server.tokenizer_manager import TokenizerManager
+        from engine.text.tokenizer_files import load_tokenizer
 
         try:
-            tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+            tokenizer = load_tokenizer(tokenizer_path)
         except Exception:
             # NOTE: the children load the same files; a child's one-line report says why first.
             supervisor.wait_ready(START_TIMEOUT_S)
