@@ -1,5 +1,5 @@
-"""Loads a model directory's tokenizer as a ``TextTokenizer``: from tokenizer.json where that
-file alone is the tokenizer, else through transformers.
+"""Loads a model directory's tokenizer as a ``TextTokenizer``: from its tokenizer.json where that
+file alone is the tokenizer, else from the generic form transformers' build of it was saved in.
 
 NOTE: transformers takes ~0.8 s to import and ~1.3 s to build SmolLM2's tokenizer, in each of
 the server's three processes at every start; ``tokenizers`` reads tokenizer.json in ~0.1 s.
@@ -8,9 +8,8 @@ The file alone is what transformers serves only for its generic class (``Tokeniz
 its own (``LlamaTokenizer``, ``Qwen2Tokenizer``, ...) rebuilds the tokenizer from the vocabulary
 with its own rules, an explicit ``add_bos_token``/``add_eos_token`` rewrites the
 post-processor, a missing special token is added, and vocabularies over 100k tokens may get
-Mistral's pre-tokenizer patch. Those models, and models without tokenizer.json, are loaded
-by transformers, and only its result (the ``tokenizers`` backend, the special tokens and the
-chat templates) is kept.
+Mistral's pre-tokenizer patch. Those tokenizers, and those without tokenizer.json, are built
+by transformers once and read from ``engine.text.tokenizer_cache`` after that.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from engine.core.errors import UnsupportedModelError
 from engine.text.tokenizer import TextTokenizer
+from engine.text.tokenizer_cache import converted_tokenizer_dir
 
 logger = logging.getLogger(__name__)
 
@@ -37,15 +36,20 @@ def load_tokenizer(path: str) -> TextTokenizer:
     """The tokenizer of the model directory ``path``."""
     started = time.monotonic()
     directory = Path(path)
-    config_file = directory / "tokenizer_config.json"
-    config: dict[str, Any] = json.loads(config_file.read_text()) if config_file.is_file() else {}
-    tokenizer = _from_tokenizer_json(directory, config)
-    source = "tokenizer.json"
-    if tokenizer is None:
-        tokenizer = _through_transformers(path)
-        source = "transformers"
-    logger.debug("loaded the tokenizer of %s from %s in %.2f s", path, source, time.monotonic() - started)
+    config = _tokenizer_config(directory)
+    backend = _backend_as_is(directory, config)
+    if backend is None:
+        directory = converted_tokenizer_dir(path)
+        config = _tokenizer_config(directory)
+        backend = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer = _tokenizer(backend, directory, config)
+    logger.debug("loaded the tokenizer of %s from %s in %.2f s", path, directory, time.monotonic() - started)
     return tokenizer
+
+
+def _tokenizer_config(directory: Path) -> dict[str, Any]:
+    config_file = directory / "tokenizer_config.json"
+    return dict(json.loads(config_file.read_text())) if config_file.is_file() else {}
 
 
 def _token_text(value: object) -> str | None:
@@ -54,6 +58,10 @@ def _token_text(value: object) -> str | None:
         content = value.get("content")
         return content if isinstance(content, str) else None
     return value if isinstance(value, str) else None
+
+
+def _special_tokens(config: dict[str, Any]) -> dict[str, str]:
+    return {name: text for name in _SPECIAL_TOKEN_NAMES if (text := _token_text(config.get(name))) is not None}
 
 
 def _extra_special_tokens(config: dict[str, Any]) -> list[str]:
@@ -80,8 +88,8 @@ def _chat_templates(directory: Path, config: dict[str, Any]) -> dict[str, str]:
     return templates
 
 
-def _from_tokenizer_json(directory: Path, config: dict[str, Any]) -> TextTokenizer | None:
-    """None where transformers would serve something other than tokenizer.json as it is."""
+def _backend_as_is(directory: Path, config: dict[str, Any]) -> Tokenizer | None:
+    """tokenizer.json's tokenizer; None where transformers would serve something else."""
     tokenizer_file = directory / "tokenizer.json"
     if not tokenizer_file.is_file() or config.get("tokenizer_class") not in _GENERIC_CLASSES:
         return None
@@ -90,23 +98,13 @@ def _from_tokenizer_json(directory: Path, config: dict[str, Any]) -> TextTokeniz
     backend = Tokenizer.from_file(str(tokenizer_file))
     if backend.post_processor is None or backend.get_vocab_size(with_added_tokens=False) > _MISTRAL_PATCH_MIN_VOCAB:
         return None
-    special = {name: text for name in _SPECIAL_TOKEN_NAMES if (text := _token_text(config.get(name))) is not None}
     added = {token.content for token in backend.get_added_tokens_decoder().values()}
-    if not {*special.values(), *_extra_special_tokens(config)} <= added:
+    if not {*_special_tokens(config).values(), *_extra_special_tokens(config)} <= added:
         return None
+    return backend
+
+
+def _tokenizer(backend: Tokenizer, directory: Path, config: dict[str, Any]) -> TextTokenizer:
     # NOTE: transformers ignores clean_up_tokenization_spaces for BPE vocabularies.
     clean_up = bool(config.get("clean_up_tokenization_spaces", False)) and type(backend.model).__name__ != "BPE"
-    return TextTokenizer(backend, special, _chat_templates(directory, config), clean_up)
-
-
-def _through_transformers(path: str) -> TextTokenizer:
-    from transformers import AutoTokenizer
-
-    hf = AutoTokenizer.from_pretrained(path)
-    backend = getattr(hf, "backend_tokenizer", None)
-    if not isinstance(backend, Tokenizer):
-        raise UnsupportedModelError(f"{path}: the tokenizer has no tokenizers (fast) form; the engine serves only those")
-    templates = hf.chat_template
-    named = templates if isinstance(templates, dict) else ({} if templates is None else {"default": templates})
-    clean_up = bool(hf.clean_up_tokenization_spaces) and type(backend.model).__name__ != "BPE"
-    return TextTokenizer(backend, hf.special_tokens_map, named, clean_up)
+    return TextTokenizer(backend, _special_tokens(config), _chat_templates(directory, config), clean_up)

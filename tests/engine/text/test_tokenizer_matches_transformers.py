@@ -2,13 +2,16 @@
 
 Covers SmolLM2's tokenizer read from its tokenizer.json (the path every server process
 takes for it), the same files under a tool-aware template that uses every extra transformers
-gives templates, and a tokenizer class of its own (loaded through transformers).
+gives templates, and a tokenizer class of its own (built by transformers once, then read
+from the engine's cache).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from jinja2 import TemplateError
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from engine.text.tokenizer import TextTokenizer
+from engine.text.tokenizer_cache import CACHE_DIR_ENV
 from engine.text.tokenizer_files import load_tokenizer
 
 TOOLS = [
@@ -103,7 +107,19 @@ def test_a_tool_template_with_every_extra(smollm2_dir: Path, tmp_path: Path) -> 
         theirs.apply_chat_template(bad, add_generation_prompt=True, tokenize=False)
 
 
-def test_a_class_of_its_own_is_loaded_through_transformers(smollm2_dir: Path, tmp_path: Path) -> None:
-    """GPT2Tokenizer rebuilds the tokenizer from the vocabulary; the engine keeps what it built."""
+def test_a_class_of_its_own_is_built_by_transformers_once(
+    smollm2_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GPT2Tokenizer rebuilds the tokenizer from the vocabulary; the engine saves what it built
+    and reads that back, then and at every later start, without transformers."""
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     model = _tokenizer_copy(smollm2_dir, tmp_path / "gpt2", tokenizer_class="GPT2Tokenizer", add_bos_token=True)
     _same_everywhere(load_tokenizer(str(model)), AutoTokenizer.from_pretrained(model))
+    [saved] = (tmp_path / "cache").iterdir()
+    probe = (
+        "import sys\nfrom engine.text.tokenizer_files import load_tokenizer\n"
+        f"load_tokenizer({str(model)!r})\nprint('transformers' in sys.modules)"
+    )
+    later = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert later.stdout.split() == ["False"]
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [saved.name]
