@@ -28,6 +28,8 @@ START_TIMEOUT_S = 1800.0
 # server that outwaits every common client pool (httpx, Node: 5 s; aiohttp: 15 s) leaves
 # the close to the client, which cannot race itself. nginx's default.
 KEEP_ALIVE_S = 75
+# NOTE: uvicorn's default backlog.
+BACKLOG = 2048
 SCHEDULER_ENTRY = EntryPoint("engine.scheduler.process", "run_scheduler_process")
 DETOKENIZER_ENTRY = EntryPoint("engine.detokenizer.process", "run_detokenizer_process")
 
@@ -37,13 +39,24 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-def _check_port_free(host: str, port: int) -> None:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as err:
-            _fail(f"cannot listen on {host}:{port}: {err.strerror}")
+def _bind_port(host: str, port: int) -> socket.socket:
+    """The server's socket, listening before anything else runs (as vLLM's): a taken port
+    fails at once, and no other process can take it while the model loads.
+
+    NOTE: listening, not only bound: Linux lets two SO_REUSEADDR sockets bind one port while
+    neither listens, so a second server started during this one's load would bind too and
+    fail only after loading. Connections that arrive during the load wait in the backlog and
+    are answered once uvicorn serves the socket (a /health poll then gets its 503 or 200).
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except OSError as err:
+        sock.close()
+        _fail(f"cannot listen on {host}:{port}: {err.strerror}")
+    return sock
 
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -51,7 +64,7 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def serve(args: ServerArgs) -> None:
-    _check_port_free(args.host, args.port)
+    listening = _bind_port(args.host, args.port)
     port_args = PortArgs.create()
     supervisor = Supervisor()
     try:
@@ -107,7 +120,7 @@ def serve(args: ServerArgs) -> None:
     # found; the default one would kill the process here, before the children are stopped.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        uvicorn.run(
+        config = uvicorn.Config(
             create_app(ctx),
             host=args.host,
             port=args.port,
@@ -116,6 +129,7 @@ def serve(args: ServerArgs) -> None:
             timeout_graceful_shutdown=5,
             timeout_keep_alive=KEEP_ALIVE_S,
         )
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         supervisor.stop()
         shutil.rmtree(port_args.directory, ignore_errors=True)
