@@ -16,9 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -26,6 +23,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from engine.core.errors import UnsupportedModelError
+from engine.core.file_cache import cache_root, staged_entry
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +33,6 @@ _TOKENIZER_FILES = (
     "tokenizer*", "*.model", "vocab*", "merges.txt", "special_tokens_map.json", "added_tokens.json",
     "chat_template*", "additional_chat_templates/*", "tekken.json",
 )  # fmt: skip
-
-
-def _cache_root() -> Path:
-    override = os.environ.get(CACHE_DIR_ENV)
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gomgr-engine" / "tokenizers"
 
 
 def _cache_key(directory: Path) -> str:
@@ -56,7 +46,7 @@ def _cache_key(directory: Path) -> str:
 
 def converted_tokenizer_dir(path: str) -> Path:
     """The saved generic form of ``path``'s tokenizer, converted through transformers if missing."""
-    target = _cache_root() / _cache_key(Path(path))
+    target = cache_root("tokenizers", CACHE_DIR_ENV) / _cache_key(Path(path))
     if not (target / "tokenizer_config.json").is_file():
         _convert(path, target)
     return target
@@ -80,17 +70,7 @@ def _convert(path: str, target: Path) -> None:
             else templates
         ),
     }
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
-    try:
+    with staged_entry(target, "tokenizer_config.json") as staging:
         hf.backend_tokenizer.save(str(staging / "tokenizer.json"))
         (staging / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False))
-        # NOTE: a rename is atomic: the server's three processes may convert at once on a
-        # first start; each finds a whole directory or none.
-        staging.rename(target)
-    except OSError:
-        if not (target / "tokenizer_config.json").is_file():
-            raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     logger.info("converted the tokenizer of %s in %.1f s (cached in %s)", path, time.monotonic() - started, target)
