@@ -13,6 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 HEAVY = ("torch", "transformers", "xgrammar")
 PROBE = (
     "import json, sys\n"

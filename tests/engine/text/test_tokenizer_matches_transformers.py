@@ -23,6 +23,8 @@ from engine.text.tokenizer import TextTokenizer
 from engine.text.tokenizer_cache import CACHE_DIR_ENV
 from engine.text.tokenizer_files import load_tokenizer
 
+pytestmark = pytest.mark.slow
+
 TOOLS = [
     {
         "type": "function",
