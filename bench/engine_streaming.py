@@ -78,12 +78,7 @@ async def _server_round(url: str, concurrency: int, new_tokens: int) -> tuple[in
 def _offline_round(engine: Engine, concurrency: int, new_tokens: int) -> tuple[int, float]:
     prompts: list[str] = []
     for q in _questions(concurrency):
-        prompt = engine.tokenizer.apply_chat_template(
-            [{"role": "user", "content": q}], add_generation_prompt=True, tokenize=False
-        )
-        # NOTE: tokenize=False renders text; transformers types the result as text or ids.
-        assert isinstance(prompt, str)
-        prompts.append(prompt)
+        prompts.append(engine.tokenizer.render_chat([{"role": "user", "content": q}], add_generation_prompt=True))
     engine.flush_cache()
     start = time.perf_counter()
     results = engine.generate(prompts, {"temperature": 0, "max_new_tokens": new_tokens, "ignore_eos": True})

@@ -55,10 +55,9 @@ def schema(row: int) -> str:
 
 def _prompts(engine: Engine, batch: int) -> list[list[int]]:
     texts = [
-        engine.tokenizer.apply_chat_template(
+        engine.tokenizer.render_chat(
             [{"role": "user", "content": f"Tell story number {i} about a lighthouse, as JSON."}],
             add_generation_prompt=True,
-            tokenize=False,
         )
         for i in range(batch)
     ]

@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import (
     cli_startup,
     engine_footprint,
+    engine_start,
     engine_streaming,
     engine_vs_transformers,
     grammar_cost,
@@ -76,6 +77,11 @@ def run_cli_startup() -> str:
     return section(result["date"], result["machine"], result["command"], table)
 
 
+def run_engine_start() -> str:
+    result = engine_start.run(runs=3)
+    return section(result["date"], result["machine"], result["command"], engine_start.markdown_table(result))
+
+
 def run_supervisor_overhead() -> str:
     result = supervisor_overhead.run(rounds=3, requests=1000)
     table = supervisor_overhead.markdown_table(result)
@@ -111,6 +117,7 @@ BENCHMARKS: dict[str, Callable[[], str]] = {
     "router_overhead": run_router_overhead,
     "grammar_cost": run_grammar_cost,
     "cli_startup": run_cli_startup,
+    "engine_start": run_engine_start,
     "supervisor_overhead": run_supervisor_overhead,
     "engine_footprint": run_engine_footprint,
     "serving": run_serving(),

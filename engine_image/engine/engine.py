@@ -11,8 +11,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
-
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.core.errors import InvalidRequest
 from engine.engine_config import EngineConfig
@@ -22,8 +20,8 @@ from engine.sampling.params import SamplingParams
 from engine.scheduler.request import Req
 from engine.scheduler.scheduler import Scheduler
 from engine.server.native_output import native_result
-from engine.text.decode_text import decode_text
 from engine.text.stop_strings import trim_at_stop
+from engine.text.tokenizer_files import load_tokenizer
 
 Prompt = str | Sequence[str] | None
 TokenIds = Sequence[int] | Sequence[Sequence[int]] | None
@@ -33,9 +31,7 @@ ParamsArg = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
 class Engine:
     def __init__(self, model_path: str, **kwargs: Any) -> None:
         self.config = EngineConfig(model_path=model_path, **kwargs)
-        self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(
-            self.config.tokenizer_path or hf_directory(model_path)
-        )
+        self.tokenizer = load_tokenizer(self.config.tokenizer_path or hf_directory(model_path))
         self.runner = ModelRunner(self.config)
         extra_eos = [self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id is not None else []
         mc = self.runner.model_config
@@ -93,7 +89,7 @@ class Engine:
     # ------------------------------------------------------------------ helpers
 
     def _decode_tail(self, ids: list[int]) -> str:
-        return decode_text(self.tokenizer, ids)
+        return self.tokenizer.decode(ids)
 
     def _token_prompts(self, prompt: Prompt, input_ids: TokenIds) -> tuple[list[list[int]], bool]:
         # NOTE: text prompts are encoded as /generate encodes them: with the tokenizer's
@@ -136,7 +132,7 @@ class Engine:
 
     def _result(self, req: Req, latency: float, return_logprob: bool) -> dict[str, Any]:
         params = req.params
-        text = decode_text(self.tokenizer, req.output_ids, params.skip_special_tokens)
+        text = self.tokenizer.decode(req.output_ids, params.skip_special_tokens)
         if params.stop and not params.no_stop_trim:
             text = trim_at_stop(text, params.stop)
         assert req.finish_reason is not None

@@ -28,6 +28,8 @@ START_TIMEOUT_S = 1800.0
 # server that outwaits every common client pool (httpx, Node: 5 s; aiohttp: 15 s) leaves
 # the close to the client, which cannot race itself. nginx's default.
 KEEP_ALIVE_S = 75
+# NOTE: uvicorn's default backlog.
+BACKLOG = 2048
 SCHEDULER_ENTRY = EntryPoint("engine.scheduler.process", "run_scheduler_process")
 DETOKENIZER_ENTRY = EntryPoint("engine.detokenizer.process", "run_detokenizer_process")
 
@@ -37,13 +39,24 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-def _check_port_free(host: str, port: int) -> None:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as err:
-            _fail(f"cannot listen on {host}:{port}: {err.strerror}")
+def _bind_port(host: str, port: int) -> socket.socket:
+    """The server's socket, listening before anything else runs (as vLLM's): a taken port
+    fails at once, and no other process can take it while the model loads.
+
+    NOTE: listening, not only bound: Linux lets two SO_REUSEADDR sockets bind one port while
+    neither listens, so a second server started during this one's load would bind too and
+    fail only after loading. Connections that arrive during the load wait in the backlog and
+    are answered once uvicorn serves the socket (a /health poll then gets its 503 or 200).
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except OSError as err:
+        sock.close()
+        _fail(f"cannot listen on {host}:{port}: {err.strerror}")
+    return sock
 
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -51,7 +64,7 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def serve(args: ServerArgs) -> None:
-    _check_port_free(args.host, args.port)
+    listening = _bind_port(args.host, args.port)
     port_args = PortArgs.create()
     supervisor = Supervisor()
     try:
@@ -64,17 +77,17 @@ def serve(args: ServerArgs) -> None:
         with bound_omp_threads():
             supervisor.spawn("scheduler", SCHEDULER_ENTRY, args.engine_config(), port_args, args.log_level)
         supervisor.spawn("detokenizer", DETOKENIZER_ENTRY, tokenizer_path, port_args)
-        # NOTE: imported only now, while the children import theirs (torch, transformers and
-        # uvicorn take seconds each), and only once the flags parsed, so a bad flag fails at once.
+        # NOTE: imported only now, while the children import theirs (torch takes seconds),
+        # and only once the flags parsed, so a bad flag fails at once.
         import uvicorn
-        from transformers import AutoTokenizer
 
         from engine.server.context import ServerContext
         from engine.server.http_server import create_app
         from engine.server.tokenizer_manager import TokenizerManager
+        from engine.text.tokenizer_files import load_tokenizer
 
         try:
-            tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+            tokenizer = load_tokenizer(tokenizer_path)
         except Exception:
             # NOTE: the children load the same files; a child's one-line report says why first.
             supervisor.wait_ready(START_TIMEOUT_S)
@@ -107,7 +120,7 @@ def serve(args: ServerArgs) -> None:
     # found; the default one would kill the process here, before the children are stopped.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        uvicorn.run(
+        config = uvicorn.Config(
             create_app(ctx),
             host=args.host,
             port=args.port,
@@ -116,6 +129,7 @@ def serve(args: ServerArgs) -> None:
             timeout_graceful_shutdown=5,
             timeout_keep_alive=KEEP_ALIVE_S,
         )
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         supervisor.stop()
         shutil.rmtree(port_args.directory, ignore_errors=True)

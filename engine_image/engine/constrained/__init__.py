@@ -5,7 +5,6 @@ through a ``GrammarCache`` (worker threads, one compile per grammar), gives each
 ``GrammarMatcher`` and masks each step's logits with ``GrammarLogitsMask``.
 """
 
-from engine.constrained import xgrammar_backend as _xgrammar_backend  # noqa: F401  (registers itself)
 from engine.constrained.base import (
     CompiledGrammar,
     GrammarBackend,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import torch
-from transformers import PreTrainedTokenizerBase
+from typing import TYPE_CHECKING, Any
 
 from engine.sampling.errors import InvalidSamplingParams
+from engine.text.tokenizer import TextTokenizer
+
+if TYPE_CHECKING:
+    import torch
 
 # (kind, text): kind is a sampling parameter name of `engine.sampling.params.GRAMMAR_KINDS`.
 GrammarKey = tuple[str, str]
@@ -47,7 +49,7 @@ class GrammarBackend(ABC):
     """
 
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, vocab_size: int, stop_token_ids: Sequence[int]
+        self, tokenizer: TextTokenizer, vocab_size: int, stop_token_ids: Sequence[int]
     ) -> None:
         self.tokenizer = tokenizer
         self.vocab_size = vocab_size
@@ -76,6 +78,10 @@ class GrammarBackend(ABC):
 
 
 _REGISTRY: dict[str, type[GrammarBackend]] = {}
+# NOTE: the built-in backends are imported on first use, not with this package: xgrammar
+# imports torch and transformers (seconds), which the HTTP process needs only for its first
+# structured-output request and the scheduler only for its first grammar compile.
+_BUILT_IN_MODULES = {"xgrammar": "engine.constrained.xgrammar_backend"}
 
 
 def register_grammar_backend(name: str) -> Callable[[type[GrammarBackend]], type[GrammarBackend]]:
@@ -87,10 +93,12 @@ def register_grammar_backend(name: str) -> Callable[[type[GrammarBackend]], type
 
 
 def available_grammar_backends() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted({*_REGISTRY, *_BUILT_IN_MODULES})
 
 
 def grammar_backend_class(name: str) -> type[GrammarBackend]:
+    if name not in _REGISTRY and name in _BUILT_IN_MODULES:
+        importlib.import_module(_BUILT_IN_MODULES[name])
     if name not in _REGISTRY:
         raise ValueError(
             f"unknown grammar backend {name!r}; available: {', '.join(available_grammar_backends())}"
@@ -99,6 +107,6 @@ def grammar_backend_class(name: str) -> type[GrammarBackend]:
 
 
 def create_grammar_backend(
-    name: str, tokenizer: PreTrainedTokenizerBase, vocab_size: int, stop_token_ids: Sequence[int]
+    name: str, tokenizer: TextTokenizer, vocab_size: int, stop_token_ids: Sequence[int]
 ) -> GrammarBackend:
     return grammar_backend_class(name)(tokenizer, vocab_size, stop_token_ids)

@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
-
-import torch
-import xgrammar as xgr
-from transformers import PreTrainedTokenizerBase
+from typing import TYPE_CHECKING
 
 from engine.constrained.base import (
     CompiledGrammar,
@@ -18,6 +15,14 @@ from engine.constrained.base import (
     InvalidGrammar,
     register_grammar_backend,
 )
+from engine.text.tokenizer import TextTokenizer
+
+if TYPE_CHECKING:
+    import torch
+    import xgrammar as xgr
+
+# NOTE: xgrammar is imported by the methods that use it, on first use: it imports torch and
+# transformers (seconds), which a server that never sees a grammar should not pay at start.
 
 # NOTE: xgrammar's C++ errors start with "[hh:mm:ss] /path/file.cc:123: " and sometimes a
 # failed-check preamble; the user gets only the compiler's own words.
@@ -29,6 +34,8 @@ def _clean(err: Exception) -> str:
 
 
 def _grammar(key: GrammarKey) -> xgr.Grammar:
+    import xgrammar as xgr
+
     kind, text = key
     if kind == "json_schema":
         # NOTE: compact JSON (no free whitespace): small models otherwise tend to emit
@@ -58,7 +65,7 @@ class XGrammarMatcher(GrammarMatcher):
 @register_grammar_backend("xgrammar")
 class XGrammarBackend(GrammarBackend):
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, vocab_size: int, stop_token_ids: Sequence[int]
+        self, tokenizer: TextTokenizer, vocab_size: int, stop_token_ids: Sequence[int]
     ) -> None:
         super().__init__(tokenizer, vocab_size, stop_token_ids)
         self._compiler: xgr.GrammarCompiler | None = None
@@ -78,12 +85,18 @@ class XGrammarBackend(GrammarBackend):
             raise InvalidGrammar(key[0], f"invalid {key[0]}: {_clean(err)}") from None
 
     def matcher(self, compiled: CompiledGrammar) -> GrammarMatcher:
+        import xgrammar as xgr
+
         return XGrammarMatcher(xgr.GrammarMatcher(compiled))
 
     def allocate_bitmask(self, batch_size: int) -> torch.Tensor:
+        import xgrammar as xgr
+
         return xgr.allocate_token_bitmask(batch_size, self.vocab_size)
 
     def apply_bitmask(self, logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int]) -> None:
+        import xgrammar as xgr
+
         xgr.apply_token_bitmask_inplace(
             logits,
             bitmask.to(logits.device, non_blocking=True),
@@ -94,10 +107,18 @@ class XGrammarBackend(GrammarBackend):
     def _grammar_compiler(self) -> xgr.GrammarCompiler:
         # NOTE: built on first use (~0.2 s over the whole vocabulary), in a compile thread,
         # so servers that never see a grammar do not pay for it at start.
+        import xgrammar as xgr
+
         with self._lock:
             if self._compiler is None:
+                from transformers import PreTrainedTokenizerFast
+
+                # NOTE: xgrammar reads a vocabulary's type from a transformers tokenizer; this one
+                # wraps (a copy of) the engine's own tokenizers backend, no files read again.
+                # transformers leaves this constructor untyped.
+                hf_tokenizer = PreTrainedTokenizerFast(tokenizer_object=self.tokenizer.backend)  # type: ignore[no-untyped-call]
                 info = xgr.TokenizerInfo.from_huggingface(
-                    self.tokenizer, vocab_size=self.vocab_size, stop_token_ids=self.stop_token_ids
+                    hf_tokenizer, vocab_size=self.vocab_size, stop_token_ids=self.stop_token_ids
                 )
                 # NOTE: xgrammar's own cache is off: GrammarCache is the one, keyed by (kind, text).
                 self._compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from transformers import PreTrainedTokenizerBase
-
-from engine.text.decode_text import decode_text
 from engine.text.stop_strings import trim_at_stop
+from engine.text.tokenizer import TextTokenizer
 
 _REPLACEMENT_CHAR = "\ufffd"
 
@@ -25,7 +23,7 @@ class IncrementalDetokenizer:
     """
 
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, skip_special_tokens: bool, stops: list[str]
+        self, tokenizer: TextTokenizer, skip_special_tokens: bool, stops: list[str]
     ) -> None:
         self._tokenizer = tokenizer
         self._skip_special_tokens = skip_special_tokens
@@ -43,7 +41,7 @@ class IncrementalDetokenizer:
             # NOTE: the final text comes from one full decode, so the emitted total equals
             # it exactly; the streamed part is a prefix of it because the offsets method
             # reproduces the full decode and the stream never passes a stop string.
-            text = decode_text(self._tokenizer, self._ids, self._skip_special_tokens)
+            text = self._tokenizer.decode(self._ids, self._skip_special_tokens)
             return trim_at_stop(text, self._stops)[self._emitted_chars :]
         self._pending += self._decode_new()
         release = self._releasable_chars()
@@ -54,10 +52,8 @@ class IncrementalDetokenizer:
     def _decode_new(self) -> str:
         """Text added by the ids since ``read_offset``; "" while it ends mid-character."""
         skip = self._skip_special_tokens
-        prefix_text = decode_text(
-            self._tokenizer, self._ids[self._prefix_offset : self._read_offset], skip
-        )
-        window_text = decode_text(self._tokenizer, self._ids[self._prefix_offset :], skip)
+        prefix_text = self._tokenizer.decode(self._ids[self._prefix_offset : self._read_offset], skip)
+        window_text = self._tokenizer.decode(self._ids[self._prefix_offset :], skip)
         # NOTE: a trailing U+FFFD means the window ends inside a multi-byte UTF-8 character
         # split across tokens; the offsets stay put so the next call decodes it whole.
         if len(window_text) <= len(prefix_text) or window_text.endswith(_REPLACEMENT_CHAR):

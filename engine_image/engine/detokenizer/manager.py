@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import msgspec
-from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.incremental import IncrementalDetokenizer
 from engine.ipc.messages import (
@@ -15,12 +14,13 @@ from engine.ipc.messages import (
     TextOutputs,
     TokenOutputs,
 )
+from engine.text.tokenizer import TextTokenizer
 
 
 class DetokenizerManager:
     """Maps scheduler messages to tokenizer-manager messages; one detokenizer per live rid."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
+    def __init__(self, tokenizer: TextTokenizer) -> None:
         self._tokenizer = tokenizer
         self._requests: dict[str, IncrementalDetokenizer] = {}
 

@@ -6,13 +6,13 @@ import sys
 from multiprocessing.connection import Connection
 
 import zmq
-from transformers import AutoTokenizer
 
 from engine.core.process_guard import die_with_parent, ignore_interrupts
 from engine.detokenizer.manager import DetokenizerManager
 from engine.ipc.messages import decode, encode
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 from engine.ipc.startup import DetokenizerReady, StartupFailed
+from engine.text.tokenizer_files import load_tokenizer
 
 
 def run_detokenizer_process(
@@ -21,7 +21,7 @@ def run_detokenizer_process(
     die_with_parent()
     ignore_interrupts()
     try:
-        manager = DetokenizerManager(AutoTokenizer.from_pretrained(tokenizer_path))
+        manager = DetokenizerManager(load_tokenizer(tokenizer_path))
         context = zmq.Context()
         inbox = pull_socket(context, port_args.detokenizer_input)
         outbox = push_socket(context, port_args.tokenizer_input)

@@ -12,13 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
 
+from engine.core.file_cache import cache_root, staged_entry
 from engine.gguf.location import gguf_file
 
 logger = logging.getLogger(__name__)
@@ -31,18 +29,10 @@ def hf_directory(model_path: str) -> str:
     path = gguf_file(model_path)
     if path is None:
         return model_path
-    target = _cache_root() / _cache_key(path)
+    target = cache_root("gguf", CACHE_DIR_ENV) / _cache_key(path)
     if not (target / "config.json").is_file():
         _convert(path, target)
     return str(target)
-
-
-def _cache_root() -> Path:
-    override = os.environ.get(CACHE_DIR_ENV)
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gomgr-engine" / "gguf"
 
 
 def _cache_key(path: Path) -> str:
@@ -61,17 +51,7 @@ def _convert(path: Path, target: Path) -> None:
 
     started = time.monotonic()
     config = hf_config(read_header(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
-    try:
+    with staged_entry(target, "config.json") as staging:
         (staging / "config.json").write_text(json.dumps(config, indent=2))
         AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name).save_pretrained(staging)
-        # NOTE: a rename is atomic: a process converting the same file at the same time
-        # (the scheduler and the detokenizer start together) finds a whole directory or none.
-        staging.rename(target)
-    except OSError:
-        if not (target / "config.json").is_file():
-            raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     logger.info("converted the tokenizer and config of %s in %.1f s (cached in %s)", path.name, time.monotonic() - started, target)

@@ -13,6 +13,7 @@ from engine.models.weight_loader import iterate_weights
 from engine.runtime.encoder_runner import ENCODER_DTYPES, right_padded
 from engine.runtime.forward_only_model import ForwardOnlyModel
 from engine.runtime.host_malloc import keep_freed_memory
+from engine.runtime.meta_model import allocate_on
 from engine.runtime.model_runner import resolve_device
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ class CrossEncoderRunner(ForwardOnlyModel):
         self.context_length = self.max_prompt_tokens
         with torch.device("meta"):
             model = CrossEncoder(self.model_config)
-        model = model.to(self.dtype).to_empty(device=self.device)
+        model = model.to(self.dtype)
+        allocate_on(model, self.device)
         model.load_weights(iterate_weights(config.model_path))
         self.model = model.eval()
         self.num_labels = model.num_labels

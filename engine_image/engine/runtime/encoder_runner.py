@@ -14,6 +14,7 @@ from engine.models.pooling import PoolingConfig, pool
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.forward_only_model import ForwardOnlyModel
 from engine.runtime.host_malloc import keep_freed_memory
+from engine.runtime.meta_model import allocate_on
 from engine.runtime.model_runner import resolve_device
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,8 @@ class EncoderRunner(ForwardOnlyModel):
         self.hidden_size = self.model_config.hidden_size
         with torch.device("meta"):
             model = BertModel(self.model_config)
-        model = model.to(self.dtype).to_empty(device=self.device)
+        model = model.to(self.dtype)
+        allocate_on(model, self.device)
         model.load_weights(iterate_weights(config.model_path))
         self.model = model.eval()
         logger.info(

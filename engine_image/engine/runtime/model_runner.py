@@ -26,6 +26,7 @@ from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
 from engine.runtime.host_malloc import keep_freed_memory, return_load_garbage
 from engine.runtime.kv_pool_size import kv_pool_tokens
+from engine.runtime.meta_model import allocate_on
 from engine.runtime.weights_info import WeightsInfo, packed_kernel_paths, quantized_kernel_paths
 
 if TYPE_CHECKING:
@@ -152,7 +153,8 @@ class ModelRunner:
         rotary = RotaryEmbedding(mc.rope, mc.head_dim, self.context_length + 1, self.device)
         with torch.device("meta"):
             model = model_class(mc.architecture)(mc, rotary)
-        model = model.to(self.dtype).to_empty(device=self.device)
+        model = model.to(self.dtype)
+        allocate_on(model, self.device)
         gguf = gguf_file(weights_path)
         info = WeightsInfo("safetensors", (), "")
         if gguf is not None:

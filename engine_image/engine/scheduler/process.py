@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
 import sys
@@ -12,7 +11,6 @@ from pathlib import Path
 
 import torch
 import zmq
-from transformers import AutoTokenizer
 
 from engine.config.architectures import CROSS_ENCODER_ARCHITECTURES, is_classifier, is_encoder
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
@@ -31,7 +29,7 @@ from engine.scheduler.encoder_loop import EncoderServer
 from engine.scheduler.forward_only import ForwardOnlyQueue
 from engine.scheduler.scheduler import Scheduler
 from engine.scheduler.server_loop import SchedulerServer
-from engine.text.decode_text import decode_text
+from engine.text.tokenizer_files import load_tokenizer
 
 
 def run_scheduler_process(
@@ -67,7 +65,7 @@ def run_scheduler_process(
 def _decoder_server(
     config: EngineConfig, inbox: zmq.Socket[bytes], outbox: zmq.Socket[bytes], reward: bool
 ) -> tuple[SchedulerServer, SchedulerReady]:
-    tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path or hf_directory(config.model_path))
+    tokenizer = load_tokenizer(config.tokenizer_path or hf_directory(config.model_path))
     if reward:
         # NOTE: a reward model never decodes, so no decode graphs; it serves like an
         # embedding model (no generation routes), with or without --is-embedding.
@@ -80,7 +78,7 @@ def _decoder_server(
         runner.model_config.vocab_size,
         sorted({*runner.model_config.eos_token_ids, *extra_eos}),
     )
-    scheduler = Scheduler(runner, functools.partial(decode_text, tokenizer), extra_eos, grammars)
+    scheduler = Scheduler(runner, tokenizer.decode, extra_eos, grammars)
     model = (
         DecoderClassifier(runner, scheduler.kv) if reward else DecoderForwardOnly(runner, scheduler.kv, config.is_embedding)
     )

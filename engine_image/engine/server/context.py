@@ -5,16 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from transformers import PreTrainedTokenizerBase
-
 from engine.server.server_args import ServerArgs
 from engine.server.tokenizer_manager import TokenizerManager
+from engine.text.tokenizer import TextTokenizer
 
 
 @dataclass
 class ServerContext:
     args: ServerArgs
-    tokenizer: PreTrainedTokenizerBase
+    tokenizer: TextTokenizer
     tokenizer_manager: TokenizerManager
     hf_config: dict[str, Any]  # the served model's config.json
     context_length: int

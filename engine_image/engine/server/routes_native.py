@@ -24,7 +24,6 @@ from engine.server.generation.service import submit
 from engine.server.http_errors import ApiError, bad_request, json_response, parse_json_body
 from engine.server.native_generate import GenerateBody, generate
 from engine.server.warmup import embed_probe
-from engine.text.decode_text import decode_text
 
 # NOTE: the same knob SGLang reads; 20 s by default.
 HEALTH_CHECK_TIMEOUT_S = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
@@ -188,7 +187,7 @@ def native_router(ctx: ServerContext) -> APIRouter:
         vocab = len(ctx.tokenizer)
         if any(not 0 <= t < vocab for t in body.tokens):
             raise bad_request(f"tokens must be ids in [0, {vocab})", param="tokens")
-        text = decode_text(ctx.tokenizer, body.tokens, body.skip_special_tokens)
+        text = ctx.tokenizer.decode(body.tokens, body.skip_special_tokens)
         return json_response({"text": text})
 
     @router.post("/abort_request")

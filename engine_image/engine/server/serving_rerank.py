@@ -54,11 +54,9 @@ async def _rank(ctx: ServerContext, body: RerankBody, rid: str) -> tuple[list[_R
         raise bad_request(str(err)) from None
     # NOTE: pairs longer than the model takes are truncated, longest side first, as
     # sentence-transformers' CrossEncoder does; query then document, as the model was trained.
-    encoded = ctx.tokenizer(
-        [body.query] * len(body.documents), body.documents, truncation=True, max_length=ctx.context_length
-    )
-    input_ids: list[list[int]] = encoded["input_ids"]
-    token_types: list[list[int]] | None = encoded.get("token_type_ids")
+    encoded = ctx.tokenizer.encode_pairs([body.query] * len(body.documents), body.documents, ctx.context_length)
+    input_ids = encoded.input_ids
+    token_types = encoded.token_type_ids
     output = await ctx.tokenizer_manager.forward_only(ClassifyRequest(rid, input_ids, token_types))
     ranked = sorted(
         (_Ranked(i, activation(logits[0]), len(input_ids[i])) for i, logits in enumerate(output.values)),

@@ -38,7 +38,8 @@ def score_prompts(ctx: ServerContext, body: ScoreBody) -> list[list[int]]:
         if not all(isinstance(item, list) for item in items):
             raise bad_request("a token-id query needs token-id items", param="items")
         query = list(body.query)
-        prompts = [list(item) + query if body.item_first else query + list(item) for item in items]
+        id_items = [item for item in items if isinstance(item, list)]
+        prompts = [item + query if body.item_first else query + item for item in id_items]
     for ids in prompts:
         check_prompt(ctx, ids)
     return prompts

@@ -23,7 +23,5 @@ def hf_smol(smollm2_dir: Path) -> PreTrainedModel:
 
 def chat(engine: Engine, question: str) -> list[int]:
     """Token ids of ``question`` as a user turn under the model's chat template."""
-    ids = engine.tokenizer.apply_chat_template(
-        [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=True
-    )
-    return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    text = engine.tokenizer.render_chat([{"role": "user", "content": question}], add_generation_prompt=True)
+    return engine.tokenizer.encode(text, add_special_tokens=False)

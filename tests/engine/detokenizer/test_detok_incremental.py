@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.incremental import IncrementalDetokenizer
 from engine.text.stop_strings import trim_at_stop
+from engine.text.tokenizer import TextTokenizer
 
 IM_END = 2
 
@@ -34,7 +34,7 @@ def _chunked(ids: list[int], rng: random.Random) -> list[list[int]]:
 
 
 def _stream(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: TextTokenizer,
     chunks: list[list[int]],
     stops: list[str],
     skip_special_tokens: bool = True,
@@ -44,7 +44,7 @@ def _stream(
 
 
 def _expected(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: TextTokenizer,
     ids: list[int],
     stops: list[str],
     skip_special_tokens: bool = True,
@@ -55,7 +55,7 @@ def _expected(
 @pytest.mark.parametrize("text", TEXTS)
 @pytest.mark.parametrize("seed", range(5))
 def test_random_chunkings_equal_full_decode(
-    tokenizer: PreTrainedTokenizerBase, text: str, seed: int
+    tokenizer: TextTokenizer, text: str, seed: int
 ) -> None:
     ids = tokenizer.encode(text) + [IM_END]
     pieces = _stream(tokenizer, _chunked(ids, random.Random(seed)), [])
@@ -64,7 +64,7 @@ def test_random_chunkings_equal_full_decode(
     assert all("\ufffd" not in piece for piece in pieces)
 
 
-def test_multibyte_character_waits_for_its_last_byte(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_multibyte_character_waits_for_its_last_byte(tokenizer: TextTokenizer) -> None:
     ids = tokenizer.encode("😀")
     assert len(ids) > 1, "the emoji must span several byte tokens for this test"
     detok = IncrementalDetokenizer(tokenizer, True, [])
@@ -79,7 +79,7 @@ STOP_SETS = [["\n\n", "END"], ["return", ":"], ["😀", "世界"], ["  ", "x"], 
 @pytest.mark.parametrize("stops", STOP_SETS)
 @pytest.mark.parametrize("seed", range(3))
 def test_stream_matches_trimmed_decode_and_never_shows_a_stop(
-    tokenizer: PreTrainedTokenizerBase, stops: list[str], seed: int
+    tokenizer: TextTokenizer, stops: list[str], seed: int
 ) -> None:
     rng = random.Random(seed)
     ids = [i for text in rng.sample(TEXTS, 4) for i in tokenizer.encode(text) + [IM_END]]
@@ -96,7 +96,7 @@ def test_stream_matches_trimmed_decode_and_never_shows_a_stop(
             assert streamed.startswith(running)
 
 
-def test_random_vocab_ids_equal_full_decode(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_random_vocab_ids_equal_full_decode(tokenizer: TextTokenizer) -> None:
     rng = random.Random(0)
     for _ in range(20):
         ids = [rng.randrange(len(tokenizer)) for _ in range(60)]
@@ -105,7 +105,7 @@ def test_random_vocab_ids_equal_full_decode(tokenizer: PreTrainedTokenizerBase) 
             assert streamed == _expected(tokenizer, ids, ["\n\n"], skip)
 
 
-def test_partial_stop_is_held_then_trimmed(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_partial_stop_is_held_then_trimmed(tokenizer: TextTokenizer) -> None:
     stops = ["\n\n", "END"]
     detok = IncrementalDetokenizer(tokenizer, True, stops)
     first = detok.feed(tokenizer.encode("abc EN"), finished=False)
@@ -115,7 +115,7 @@ def test_partial_stop_is_held_then_trimmed(tokenizer: PreTrainedTokenizerBase) -
 
 
 def test_partial_stop_is_released_when_it_does_not_complete(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: TextTokenizer,
 ) -> None:
     detok = IncrementalDetokenizer(tokenizer, True, ["\n\n", "END"])
     assert detok.feed(tokenizer.encode("abc EN"), finished=False) == "abc "
@@ -124,7 +124,7 @@ def test_partial_stop_is_released_when_it_does_not_complete(
     assert detok.feed([], finished=True) == ""
 
 
-def test_complete_stop_before_finish_is_never_emitted(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_complete_stop_before_finish_is_never_emitted(tokenizer: TextTokenizer) -> None:
     detok = IncrementalDetokenizer(tokenizer, True, ["END"])
     assert detok.feed(tokenizer.encode("one END two"), finished=False) == "one "
     assert detok.feed(tokenizer.encode(" three"), finished=False) == ""
@@ -132,7 +132,7 @@ def test_complete_stop_before_finish_is_never_emitted(tokenizer: PreTrainedToken
 
 
 @pytest.mark.parametrize(("skip", "expected"), [(True, "Hi there"), (False, "Hi there<|im_end|>")])
-def test_skip_special_tokens(tokenizer: PreTrainedTokenizerBase, skip: bool, expected: str) -> None:
+def test_skip_special_tokens(tokenizer: TextTokenizer, skip: bool, expected: str) -> None:
     ids = tokenizer.encode("Hi there") + [IM_END]
     detok = IncrementalDetokenizer(tokenizer, skip, [])
     streamed = "".join(detok.feed([i], finished=False) for i in ids) + detok.feed([], finished=True)

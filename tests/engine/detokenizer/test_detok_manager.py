@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from transformers import PreTrainedTokenizerBase
-
 from engine.detokenizer.manager import DetokenizerManager
 from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import (
@@ -16,6 +14,7 @@ from engine.ipc.messages import (
     TextOutputs,
     TokenOutputs,
 )
+from engine.text.tokenizer import TextTokenizer
 
 IM_END = 2
 
@@ -40,7 +39,7 @@ def token_outputs(
     )
 
 
-def test_two_interleaved_requests(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_two_interleaved_requests(tokenizer: TextTokenizer) -> None:
     manager = DetokenizerManager(tokenizer)
     ids = {
         "a": tokenizer.encode("Hello 世界 END tail"),
@@ -70,7 +69,7 @@ def test_two_interleaved_requests(tokenizer: PreTrainedTokenizerBase) -> None:
     assert manager.active_rids == []
 
 
-def test_abort_finish_cleans_up(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_abort_finish_cleans_up(tokenizer: TextTokenizer) -> None:
     manager = DetokenizerManager(tokenizer)
     manager.handle(DetokenizeOptions(["r"], skip_special_tokens=True, stops=[]))
     manager.handle(token_outputs(["r"], [tokenizer.encode("partial")], [None]))
@@ -80,7 +79,7 @@ def test_abort_finish_cleans_up(tokenizer: PreTrainedTokenizerBase) -> None:
     assert manager.active_rids == []
 
 
-def test_refused_request_cleans_up(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_refused_request_cleans_up(tokenizer: TextTokenizer) -> None:
     manager = DetokenizerManager(tokenizer)
     manager.handle(DetokenizeOptions(["r-0", "r-1"], skip_special_tokens=True, stops=[]))
     assert manager.active_rids == ["r-0", "r-1"]
@@ -89,7 +88,7 @@ def test_refused_request_cleans_up(tokenizer: PreTrainedTokenizerBase) -> None:
     assert manager.active_rids == []
 
 
-def test_rid_reused_after_finish_starts_fresh(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_rid_reused_after_finish_starts_fresh(tokenizer: TextTokenizer) -> None:
     manager = DetokenizerManager(tokenizer)
     ids = tokenizer.encode("same")
     for _ in range(2):
@@ -98,7 +97,7 @@ def test_rid_reused_after_finish_starts_fresh(tokenizer: PreTrainedTokenizerBase
         assert isinstance(reply, TextOutputs) and [d.text for d in reply.deltas] == ["same"]
 
 
-def test_errors_and_control_responses_pass_through(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_errors_and_control_responses_pass_through(tokenizer: TextTokenizer) -> None:
     manager = DetokenizerManager(tokenizer)
     error = RequestError("r", "prompt too long")
     control = ControlResponse("c", True, payload=ExpertDistributionDump("layer_id,expert_id,count\n"))

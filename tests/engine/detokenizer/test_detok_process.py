@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import zmq
-from transformers import PreTrainedTokenizerBase
 
 from engine.detokenizer.process import run_detokenizer_process
 from engine.ipc.finish_reason import FinishReason
@@ -24,6 +23,7 @@ from engine.ipc.messages import (
 )
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 from engine.ipc.startup import DetokenizerReady, StartupFailed
+from engine.text.tokenizer import TextTokenizer
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +69,7 @@ def _start(
 
 
 def test_child_detokenizes_over_ipc(
-    smollm2_dir: Path, tokenizer: PreTrainedTokenizerBase, port_args: PortArgs, context: zmq.Context
+    smollm2_dir: Path, tokenizer: TextTokenizer, port_args: PortArgs, context: zmq.Context
 ) -> None:
     # NOTE: bound before the child starts, so its PUSH connects to a live endpoint.
     inbox = pull_socket(context, port_args.tokenizer_input)

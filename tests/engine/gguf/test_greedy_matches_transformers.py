@@ -51,10 +51,8 @@ RAW_TEXTS = ["1, 2, 3, 4,", "The French Revolution began in", "The quick brown f
 def _prompts(engine: Engine) -> list[list[int]]:
     prompts = []
     for question in QUESTIONS:
-        text = engine.tokenizer.apply_chat_template(
-            [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=False
-        )
-        prompts.append(engine.tokenizer.encode(str(text), add_special_tokens=False))
+        text = engine.tokenizer.render_chat([{"role": "user", "content": question}], add_generation_prompt=True)
+        prompts.append(engine.tokenizer.encode(text, add_special_tokens=False))
     return prompts + [engine.tokenizer.encode(t, add_special_tokens=False) for t in RAW_TEXTS]
 
 

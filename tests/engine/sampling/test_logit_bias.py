@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.sampling import Sampler, SamplingBatchInfo, SamplingParams
+from engine.sampling.batch_info import SamplingBatchInfo
 from engine.sampling.errors import InvalidSamplingParams
+from engine.sampling.params import SamplingParams
+from engine.sampling.sampler import Sampler
 
 
 @pytest.mark.parametrize(

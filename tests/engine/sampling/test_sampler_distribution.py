@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from engine.sampling import Sampler, SamplingBatchInfo, SamplingParams
+from engine.sampling.batch_info import SamplingBatchInfo
+from engine.sampling.params import SamplingParams
+from engine.sampling.sampler import Sampler
 
 DRAWS = 20_000
 

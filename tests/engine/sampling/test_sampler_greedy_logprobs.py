@@ -7,7 +7,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.sampling import Sampler, SamplingBatchInfo, SamplingParams
+from engine.sampling.batch_info import SamplingBatchInfo
+from engine.sampling.params import SamplingParams
+from engine.sampling.sampler import Sampler
 
 
 def _info(params: list[SamplingParams], vocab: int) -> SamplingBatchInfo:

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.sampling import InvalidSamplingParams, SamplingParams
+from engine.sampling.errors import InvalidSamplingParams
+from engine.sampling.params import SamplingParams
 
 
 def test_defaults_match_sglang() -> None:

@@ -8,15 +8,15 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
 
-from engine.sampling import (
+from engine.sampling.batch_info import SamplingBatchInfo
+from engine.sampling.params import SamplingParams
+from engine.sampling.penalties import (
     BatchPenalties,
     RequestPenaltyState,
-    Sampler,
-    SamplingBatchInfo,
-    SamplingParams,
     apply_penalties,
     cumulate_batch,
 )
+from engine.sampling.sampler import Sampler
 
 VOCAB = 32
 

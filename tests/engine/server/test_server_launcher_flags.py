@@ -1,7 +1,9 @@
-"""Bad launcher flags fail before anything loads: non-zero exit and exactly one stderr line."""
+"""Bad launcher flags, and a taken port, fail before anything loads: non-zero exit and exactly
+one stderr line."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +32,18 @@ def test_flag_errors(smollm2_dir: Path, tmp_path: Path) -> None:
         ["--model-path", str(missing)],
         f"--model-path {missing} is neither a model directory nor a .gguf file",
     )
+    # NOTE: a port another server listens on is refused before anything loads (issue 29):
+    # one line, so neither child was started (each logs as it loads).
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        cases["taken-port"] = (
+            ["--model-path", str(smollm2_dir), "--port", str(port)],
+            f"cannot listen on 127.0.0.1:{port}: Address already in use",
+        )
+        _check_each_fails(cases)
+
+
+def _check_each_fails(cases: dict[str, tuple[list[str], str]]) -> None:
     # NOTE: started together, as each spends its time importing, not failing.
     procs = {
         name: subprocess.Popen(

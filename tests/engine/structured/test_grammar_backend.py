@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from engine.constrained import (
     GrammarCache,
@@ -17,17 +16,19 @@ from engine.constrained import (
     create_grammar_backend,
 )
 from engine.engine import Engine
+from engine.text.tokenizer import TextTokenizer
+from engine.text.tokenizer_files import load_tokenizer
 
 EOS = 2
 DIGITS = ("regex", r"[0-9]{2}")
 
 
 @pytest.fixture(scope="module")
-def tokenizer(smollm2_dir: Path) -> PreTrainedTokenizerBase:
-    return AutoTokenizer.from_pretrained(smollm2_dir)
+def tokenizer(smollm2_dir: Path) -> TextTokenizer:
+    return load_tokenizer(str(smollm2_dir))
 
 
-def test_padded_logits_columns_are_never_allowed(tokenizer: PreTrainedTokenizerBase) -> None:
+def test_padded_logits_columns_are_never_allowed(tokenizer: TextTokenizer) -> None:
     """Logits wider than the tokenizer (padded embeddings): the padding stays masked."""
     width = len(tokenizer) + 64
     backend = create_grammar_backend("xgrammar", tokenizer, width, [EOS])
@@ -41,7 +42,7 @@ def test_padded_logits_columns_are_never_allowed(tokenizer: PreTrainedTokenizerB
 
 
 def test_matcher_allows_eos_only_when_the_grammar_is_complete(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: TextTokenizer,
 ) -> None:
     backend = create_grammar_backend("xgrammar", tokenizer, len(tokenizer), [EOS])
     matcher = backend.matcher(backend.compile(DIGITS))
@@ -50,17 +51,17 @@ def test_matcher_allows_eos_only_when_the_grammar_is_complete(
         logits = torch.zeros(1, len(tokenizer))
         mask.apply(logits, [matcher])
         assert logits[0, EOS] == float("-inf")
-        assert matcher.accept_token(tokenizer.convert_tokens_to_ids(digit))
+        assert matcher.accept_token(tokenizer.backend.token_to_id(digit))
     logits = torch.zeros(1, len(tokenizer))
     mask.apply(logits, [matcher])
     assert torch.isfinite(logits[0]).nonzero().flatten().tolist() == [EOS]
-    assert not matcher.accept_token(tokenizer.convert_tokens_to_ids("7"))
+    assert not matcher.accept_token(tokenizer.backend.token_to_id("7"))
     assert not matcher.is_terminated()
     assert matcher.accept_token(EOS) and matcher.is_terminated()
 
 
 def test_cache_compiles_each_grammar_once_and_evicts_the_least_recent(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: TextTokenizer,
 ) -> None:
     cache = GrammarCache(create_grammar_backend("xgrammar", tokenizer, len(tokenizer), [EOS]), 2)
     first = cache.get(DIGITS)

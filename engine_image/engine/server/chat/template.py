@@ -6,11 +6,12 @@ import json
 from typing import Any
 
 from jinja2 import TemplateError
-from transformers import PreTrainedTokenizerBase
 
 from engine.server.chat.messages import ChatMessage, ToolCallMessage
 from engine.server.http_errors import bad_request
+from engine.text.tokenizer import TextTokenizer
 
+_RENDER_ARGUMENTS = frozenset({"messages", "tools", "add_generation_prompt", "tokenize"})
 _ROLES = {"system", "user", "assistant", "tool", "developer"}
 
 
@@ -74,7 +75,7 @@ def _template_call(call: ToolCallMessage) -> dict[str, Any]:
 
 
 def chat_prompt_ids(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: TextTokenizer,
     messages: list[ChatMessage],
     template_kwargs: dict[str, Any] | None = None,
     tools: list[dict[str, Any]] | None = None,
@@ -83,14 +84,9 @@ def chat_prompt_ids(
     if tokenizer.chat_template is None:
         raise bad_request("this model has no chat template; use /v1/completions")
     # NOTE: the caller's template kwargs never override how the prompt is rendered.
-    kwargs = {
-        **(template_kwargs or {}),
-        "tools": tools,
-        "add_generation_prompt": True,
-        "tokenize": False,
-    }
+    kwargs = {k: v for k, v in (template_kwargs or {}).items() if k not in _RENDER_ARGUMENTS}
     try:
-        prompt = tokenizer.apply_chat_template(template_messages(messages), **kwargs)
+        prompt = tokenizer.render_chat(template_messages(messages), tools, add_generation_prompt=True, **kwargs)
     except TemplateError as err:
         raise bad_request(
             f"the model's chat template refused these messages: {err}", param="messages"

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from transformers import PreTrainedTokenizerBase
-
 from engine.server.openai.protocol import (
     ChoiceLogprobs,
     CompletionLogprobs,
     TokenLogprob,
     TopLogprob,
 )
-from engine.text.decode_text import decode_text
+from engine.text.tokenizer import TextTokenizer
 
 
-def _token(tokenizer: PreTrainedTokenizerBase, token_id: int) -> tuple[str, list[int]]:
-    text = decode_text(tokenizer, [token_id])
+def _token(tokenizer: TextTokenizer, token_id: int) -> tuple[str, list[int]]:
+    text = tokenizer.decode([token_id])
     return text, list(text.encode("utf-8"))
 
 
 def chat_logprobs(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: TextTokenizer,
     token_ids: list[int],
     logprobs: list[float],
     top: list[list[tuple[float, int]]],
@@ -36,7 +34,7 @@ def chat_logprobs(
 
 
 def completion_logprobs(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: TextTokenizer,
     token_ids: list[int],
     logprobs: list[float],
     top: list[list[tuple[float, int]]],

@@ -28,7 +28,6 @@ from engine.server.openai.protocol import (
 )
 from engine.server.openai.sampling import finish_reason, sampling_params
 from engine.server.openai.serving_chat import usage_out
-from engine.text.decode_text import decode_text
 
 
 def _prompts(ctx: ServerContext, prompt: PromptInput, max_tokens: int | None) -> list[list[int]]:
@@ -62,7 +61,7 @@ async def create_completion(ctx: ServerContext, body: CompletionRequest) -> Resp
         return GenerationStream(generation, stream, "text/event-stream")
     choices = []
     for i, sample in enumerate(await generation.results()):
-        echo = decode_text(ctx.tokenizer, sample.prompt_ids) if body.echo else ""
+        echo = ctx.tokenizer.decode(sample.prompt_ids) if body.echo else ""
         choices.append(
             CompletionChoice(
                 index=i,
@@ -103,7 +102,7 @@ async def _stream(
 
     if body.echo:
         for i, sample in enumerate(generation.samples):
-            yield chunk([CompletionChoice(index=i, text=decode_text(ctx.tokenizer, sample.prompt_ids))])
+            yield chunk([CompletionChoice(index=i, text=ctx.tokenizer.decode(sample.prompt_ids))])
     async with aclosing(generation.deltas()) as deltas:
         async for delta in deltas:
             if delta.error:
