@@ -24,7 +24,7 @@ from engine.models.moe import attach_expert_recorder
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
-from engine.runtime.host_malloc import keep_freed_memory, return_load_garbage
+from engine.runtime.host_malloc import keep_freed_memory, return_freed_memory
 from engine.runtime.kv_pool_size import kv_pool_tokens
 from engine.runtime.meta_model import allocate_on
 from engine.runtime.weights_info import WeightsInfo, packed_kernel_paths, quantized_kernel_paths
@@ -89,7 +89,7 @@ class ModelRunner:
         backend = config.attention_backend or default_attention_backend(self.device)
         self.attention = create_attention_backend(backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
         self.cuda_graph = self._capture_cuda_graphs()
-        return_load_garbage(self.device)
+        return_freed_memory(self.device)
         logger.info(
             "loaded %s (%s, %s) on %s in %s; KV pool %d tokens (%.2f GiB), context %d",
             mc.model_path, mc.architecture, self.weights, self.device, str(self.dtype).removeprefix("torch."),
@@ -113,7 +113,7 @@ class ModelRunner:
         # NOTE: the new weights load into a separate model; the live one is replaced only
         # once every tensor loaded, so a bad checkpoint leaves the old weights serving.
         self.model, self.weights = self._build_model(model_path)
-        return_load_garbage(self.device)
+        return_freed_memory(self.device)
         # NOTE: graphs replay the old parameters' addresses, so the new model is captured
         # anew; the old graphs go first so their memory pool is free for the capture.
         self.cuda_graph = None

@@ -31,6 +31,7 @@ from engine.ipc.messages import (
     drain,
     encode,
 )
+from engine.runtime.host_malloc import return_freed_memory
 from engine.scheduler.expert_distribution_control import answer_expert_distribution
 from engine.scheduler.forward_only import ForwardOnlyQueue
 from engine.scheduler.outputs import StepOutputs
@@ -67,6 +68,9 @@ class SchedulerServer:
         self.outbox = outbox
         self.pending_flushes: list[_PendingFlush] = []
         self.pending_update: UpdateWeightsRequest | None = None
+        # NOTE: False from the first forward after a trim until the loop has been idle for a
+        # whole _IDLE_POLL_MS: a trim then costs nothing a request waits on.
+        self.heap_trimmed = True
 
     def run_forever(self) -> None:
         while True:
@@ -81,14 +85,19 @@ class SchedulerServer:
         )
         if idle and self.inbox.poll(_IDLE_POLL_MS):
             self._collect_burst()
+        elif idle and not self.heap_trimmed:
+            return_freed_memory(self.scheduler.runner.device)
+            self.heap_trimmed = True
         for message in drain(self.inbox):
             self._handle(message)
         self._settle_controls()
         if self.forward_only and self.pending_update is None:
+            self.heap_trimmed = False
             output = self.forward_only.run_once()
             if output is not None:
                 self._reply(output)
         if not self.scheduler.is_idle:
+            self.heap_trimmed = False
             self._send_outputs(self.scheduler.step())
 
     def _collect_burst(self) -> None:

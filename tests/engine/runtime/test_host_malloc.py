@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import torch
 
-from engine.runtime.host_malloc import keep_freed_memory, return_load_garbage
+from engine.runtime.host_malloc import keep_freed_memory, return_freed_memory
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
@@ -37,13 +37,13 @@ def test_what_loading_freed_goes_back_to_the_kernel() -> None:
     program = textwrap.dedent(
         """
         import psutil, torch
-        from engine.runtime.host_malloc import keep_freed_memory, return_load_garbage
+        from engine.runtime.host_malloc import keep_freed_memory, return_freed_memory
         cpu = torch.device("cpu")
         keep_freed_memory(cpu)
         tensors = [torch.ones(1 << 18) for _ in range(256)]
         del tensors
         kept = psutil.Process().memory_info().rss
-        print(return_load_garbage(cpu), (kept - psutil.Process().memory_info().rss) >> 20)
+        print(return_freed_memory(cpu), (kept - psutil.Process().memory_info().rss) >> 20)
         """
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
@@ -53,4 +53,4 @@ def test_what_loading_freed_goes_back_to_the_kernel() -> None:
 
 
 def test_other_devices_keep_their_allocator() -> None:
-    assert return_load_garbage(torch.device("meta")) is False
+    assert return_freed_memory(torch.device("meta")) is False
