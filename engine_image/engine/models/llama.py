@@ -230,6 +230,10 @@ class LlamaFamilyForCausalLM(nn.Module):
         self, batch: ForwardBatch, backend: AttentionBackend, hidden: torch.Tensor, rope: RopeAngles
     ) -> QuantizedDecodeStack | None:
         """The one-call decoder stack when it computes this step, else None (the Python layers)."""
+        # NOTE: a model whose layers the stack cannot run (every safetensors model) learns it
+        # at its first decode; later steps skip the per-step checks.
+        if self._decode_stack_built and self.decode_stack is None:
+            return None
         if not QuantizedDecodeStack.runs(batch, backend, hidden, rope):
             return None
         if not self._decode_stack_built:
