@@ -11,21 +11,20 @@ from pathlib import Path
 
 from manager.lifecycle.errors import StartBlocked
 from manager.lifecycle.gpus import CUDA_VISIBLE_DEVICES, gpu_pins
-from manager.manifests.architecture import architecture_of
+from manager.manifests.architecture import traits_of
 from manager.manifests.effective import EffectiveManifest
-from manager.manifests.engines import CONTAINER_ENTRYPOINTS
+from manager.manifests.engine_support import ModelTraits
+from manager.manifests.engines import CONTAINER_ENTRYPOINTS, PROCESS_ENGINES
 from manager.manifests.errors import ManifestError
 from manager.manifests.flags import to_engine_flags
 from manager.manifests.resolve import resolve_manifest
 from manager.models.model_path import path_inside
 from manager.readiness.blocker import Blocker
 from manager.readiness.runtime import choose_runtime
-from manager.readiness.start import check_for_start
+from manager.readiness.start import check_for_start, hub_traits
 from manager.runtimes.base import ContainerSpec
 from manager.runtimes.docker import CONTAINER_MODEL_DIR
 
-# NOTE: the engines a local process can run; sglang and vllm images need the docker runtime.
-PROCESS_ENGINES = frozenset({"gomgr"})
 # NOTE: engines that take SGLang's `--max-total-tokens` (the KV pool's size in tokens), how
 # an engine is told its share where several run. vLLM has no such cap.
 KV_TOKENS_FLAG_ENGINES = frozenset({"gomgr", "sglang"})
@@ -42,6 +41,9 @@ class StartPlan:
     engine_args: tuple[str, ...]  # every engine flag but host and port
     env: tuple[tuple[str, str], ...]
     container: ContainerSpec | None  # for the docker runtime
+    # NOTE: said where the engine is a manifest's fallback, e.g. `engine: vllm (gomgr's
+    # engine does not serve quantization 'awq')`; None where the manifest's own engine runs.
+    engine_line: str | None = None
 
 
 def plan_start(
@@ -53,11 +55,12 @@ def plan_start(
     pins ("0,1"); `variant`: a manifest name layered over the matched one; `kv_tokens`: the
     KV pool the engine may hold (its share where several run), None: the engine's default.
     `model_path`: a model directory or a GGUF file (manager/models/model_path.py)."""
-    effective = _manifest(repo_or_dir, architecture_of(model_path), variant)
+    effective = _manifest(repo_or_dir, traits_of(model_path), variant)
     if served_name is not None:
         effective = dataclasses.replace(effective, served_name=served_name)
     runtime, reason, want_gpus = _ready(
-        repo_or_dir, model_path, requested_runtime, port, effective.context_length, gpus
+        repo_or_dir, model_path, requested_runtime, port, effective.context_length, gpus,
+        container_only=_container_only(effective),
     )
     share = _kv_share(effective, kv_tokens)
     if runtime == "docker":
@@ -65,9 +68,10 @@ def plan_start(
         plan = _container_plan(effective, reason, want_gpus, gpu_pins(gpus), in_container)
         return dataclasses.replace(plan, engine_args=(*plan.engine_args, *share))
     if effective.engine not in PROCESS_ENGINES:
+        why = f"{effective.engine_reason}; " if effective.engine_reason else ""
         raise StartBlocked(
-            f"manifest {effective.name} runs the {effective.engine} engine, which only a container "
-            "can run: start it with --runtime docker"
+            f"{why}manifest {effective.name} runs the {effective.engine} engine, which only a "
+            "container can run: start it with --runtime docker"
         )
     pins = ((CUDA_VISIBLE_DEVICES, gpus),) if gpu_pins(gpus) else ()
     return StartPlan(
@@ -88,24 +92,35 @@ def check_before_download(
     manifest is matched by repo only (for its context length); plan_start checks again with
     the downloaded files, the exact numbers.
     """
-    context = _manifest(repo, None, variant).context_length
-    _ready(repo, None, requested_runtime, port, context, gpus)
+    effective = _manifest(repo, hub_traits(repo), variant)
+    _ready(
+        repo, None, requested_runtime, port, effective.context_length, gpus,
+        container_only=_container_only(effective),
+    )
 
 
-def _manifest(repo_or_dir: str, architecture: str | None, variant: str | None) -> EffectiveManifest:
+def _manifest(repo_or_dir: str, traits: ModelTraits, variant: str | None) -> EffectiveManifest:
     try:
-        return resolve_manifest(repo_or_dir, architecture, variant=variant)
+        return resolve_manifest(repo_or_dir, traits, variant=variant)
     except ManifestError as exc:
         raise StartBlocked(f"manifest: {exc.message}") from exc
 
 
 def _ready(
     repo_or_dir: str, model_dir: Path | None, requested_runtime: str, port: int | None,
-    context_tokens: int | None, gpus: str,
+    context_tokens: int | None, gpus: str, *, container_only: str | None = None,
 ) -> tuple[str, str, bool]:
-    """(runtime, why, whether a container gets GPUs), or StartBlocked by the first blocker."""
-    report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, context_tokens)
-    runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
+    """(runtime, why, whether a container gets GPUs), or StartBlocked by the first blocker.
+    `container_only`: the engine runs only in a container, so `auto` means docker (the
+    engine line that says which engine and why, for a blocked start's message)."""
+    prefix = ""
+    if container_only and requested_runtime == "auto":
+        prefix = f"{container_only}; "
+        report = check_for_start(repo_or_dir, model_dir, "docker", port, context_tokens)
+        runtime, reason = "docker", "the engine runs only in a container"
+    else:
+        report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, context_tokens)
+        runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
     try:
         pins = gpu_pins(gpus)
     except ValueError as exc:  # NOTE: the CLI checks it; a request to the engine API may not
@@ -119,7 +134,8 @@ def _ready(
         )
     if blockers := report.blocking(runtime, gpus=want_gpus):
         raise StartBlocked(
-            f"cannot start with the {runtime} runtime: {blockers[0].title}", _fixes(blockers[0])
+            f"{prefix}cannot start with the {runtime} runtime: {blockers[0].title}",
+            _fixes(blockers[0]),
         )
     return runtime, reason, want_gpus
 
@@ -139,6 +155,7 @@ def _container_plan(
         served_name=effective.served_name,
         engine_args=_engine_args(effective, model_path),
         env=tuple(effective.env.items()), container=container,
+        engine_line=effective.engine_line() if effective.engine_reason else None,
     )
 
 
@@ -155,6 +172,13 @@ def _kv_share(effective: EffectiveManifest, kv_tokens: int | None) -> tuple[str,
     if any(arg.split("=", 1)[0] in sizing for arg in effective.engine_args):
         return ()  # NOTE: a manifest's own sizing wins (the engine takes only one of the two)
     return ("--max-total-tokens", str(kv_tokens))
+
+
+def _container_only(effective: EffectiveManifest) -> str | None:
+    """The engine line where only a container runs the manifest's engine; None otherwise."""
+    if effective.engine in PROCESS_ENGINES:
+        return None
+    return effective.engine_line()
 
 
 def _runtime(requested: str, suggested: str, why: str) -> tuple[str, str]:

@@ -42,6 +42,8 @@ def start_engine(
         model.name, model.model_path, request.runtime, request.port, request.served_name,
         gpus=request.gpus, variant=request.variant, kv_tokens=request.kv_tokens,
     )
+    if plan.engine_line:
+        announce(plan.engine_line)
     announce(f"runtime: {plan.runtime} ({plan.reason})")
     spec = EngineSpec(
         id=_new_id(plan.served_name), repo=model.name, model_dir=model.model_path,

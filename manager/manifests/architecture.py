@@ -1,50 +1,43 @@
-"""A model's architecture, from what is already on disk: config.json `architectures[0]`, or
-a GGUF's `general.architecture` as its Hugging Face class name."""
+"""A model's traits (architecture, quantization, RoPE type), from what is already on disk:
+config.json, or a GGUF's `general.architecture` as its Hugging Face class name."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from manager.gguf.architectures import hf_architecture
 from manager.gguf.byte_source import FileSource, HeaderReadError
 from manager.gguf.header import read_header
+from manager.manifests.engine_support import ModelTraits
 from manager.manifests.resolve import is_path
 from manager.models.errors import InvalidRepoIdError
 from manager.models.model_path import is_gguf_file, model_path_in
 from manager.models.store import ModelStore, RepoId
 
 
-def detect_architecture(repo_or_path: str, store: ModelStore | None = None) -> str | None:
-    """From the directory or GGUF file itself, or the store's copy of the repo; None if
-    neither has one.
+def detect_traits(repo_or_path: str, store: ModelStore | None = None) -> ModelTraits:
+    """From the directory or GGUF file itself, or the store's copy of the repo; unknown
+    traits (None) where neither has them.
 
     Never downloads: a repo not yet pulled is matched by its repo id alone.
     """
     if is_path(repo_or_path):
-        return architecture_of(Path(repo_or_path).expanduser())
+        return traits_of(Path(repo_or_path).expanduser())
     try:
         repo = RepoId.parse(repo_or_path)
     except InvalidRepoIdError:
-        return None
+        return ModelTraits()
     stored = (store or ModelStore.from_env()).get_or_default_tag(repo)
-    return architecture_of(stored.model_path) if stored else None
+    return traits_of(stored.model_path) if stored else ModelTraits()
 
 
-def architecture_of(model_path: Path) -> str | None:
+def traits_of(model_path: Path) -> ModelTraits:
     """`model_path`: a model directory, a GGUF file, or a store directory holding one."""
     if not is_gguf_file(model_path):
         model_path = model_path_in(model_path) if model_path.is_dir() else model_path
     if is_gguf_file(model_path):
-        return _gguf_architecture(model_path)
-    try:
-        config = json.loads((model_path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    architectures = config.get("architectures") if isinstance(config, dict) else None
-    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
-        return architectures[0]
-    return None
+        return ModelTraits(architecture=_gguf_architecture(model_path))
+    return ModelTraits.of_directory(model_path)
 
 
 def _gguf_architecture(path: Path) -> str | None:

@@ -36,13 +36,16 @@ def manifests_show(
     """Show the effective manifest for REPO and where each field came from."""
     # NOTE: imported here: the YAML and pydantic layers cost start-up time that `gomgr --help`
     # and every other command (all loading this module) would pay.
-    from manager.manifests.architecture import detect_architecture
+    import dataclasses
+
+    from manager.manifests.architecture import detect_traits
     from manager.manifests.resolve import resolve_manifest
 
+    traits = detect_traits(repo)
+    if architecture is not None:
+        traits = dataclasses.replace(traits, architecture=architecture)
     try:
-        effective = resolve_manifest(
-            repo, architecture or detect_architecture(repo), variant=variant
-        )
+        effective = resolve_manifest(repo, traits, variant=variant)
     except ManifestError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from exc
@@ -60,6 +63,8 @@ def _print_table(effective: EffectiveManifest) -> None:
     if not console.is_terminal:
         console = Console(width=1000)
     console.print(f"{effective.repo}: manifest {effective.name} ({effective.selected_by})")
+    if effective.engine_reason:
+        console.print(effective.engine_line())
     table = Table("FIELD", "VALUE", "SOURCE", box=None)
     table.add_row("name", effective.name, str(effective.sources["name"]))
     for field in VALUE_FIELDS:

@@ -56,6 +56,12 @@ class EffectiveManifest:
     shm_size: str
     env: Mapping[str, str]
     sources: Mapping[str, FieldSource]
+    # NOTE: why `engine` is not the one the selected manifest names (its fallback ran).
+    engine_reason: str | None = None
+
+    def engine_line(self) -> str:
+        """e.g. `engine: vllm (gomgr's engine does not serve quantization 'awq')`."""
+        return f"engine: {self.engine}" + (f" ({self.engine_reason})" if self.engine_reason else "")
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: the values, and per field its origin and file."""
@@ -63,6 +69,7 @@ class EffectiveManifest:
             "repo": self.repo,
             "name": self.name,
             "selected_by": self.selected_by,
+            "engine_reason": self.engine_reason,
             "values": {field: _plain(getattr(self, field)) for field in VALUE_FIELDS},
             "sources": {
                 field: {

@@ -15,3 +15,7 @@ DEFAULT_IMAGES = {
 CONTAINER_ENTRYPOINTS: dict[str, tuple[str, ...]] = {
     "sglang": ("python3", "-m", "sglang.launch_server"),
 }
+
+# NOTE: the engines a local process can run; the sglang and vllm images need the docker
+# runtime, so `--runtime auto` means docker for them.
+PROCESS_ENGINES = frozenset({"gomgr"})

@@ -31,6 +31,7 @@ class Manifest:
     engine_args: tuple[str, ...]
     shm_size: str
     env: Mapping[str, str]
+    fallback: str | None
     sources: Mapping[str, FieldSource]
 
     @classmethod
@@ -52,6 +53,7 @@ class Manifest:
             engine_args=tuple(spec.engine_args),
             shm_size=spec.shm_size,
             env=MappingProxyType(dict(spec.env)),
+            fallback=spec.fallback,
             sources=MappingProxyType({
                 field: written if field in spec.model_fields_set else default
                 for field in SOURCED_FIELDS

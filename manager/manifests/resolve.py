@@ -10,6 +10,7 @@ from types import MappingProxyType
 from manager.gguf.tags import GGUF_SUFFIX
 from manager.manifests.catalog import Catalog, load_catalog
 from manager.manifests.effective import VALUE_FIELDS, EffectiveManifest, FieldSource, Origin
+from manager.manifests.engine_support import ModelTraits, unserved_by
 from manager.manifests.engines import DEFAULT_IMAGES
 from manager.manifests.errors import ManifestError
 from manager.manifests.manifest import Manifest
@@ -49,34 +50,59 @@ class ModelKey:
 
 def resolve_manifest(
     repo_or_path: str,
-    architecture: str | None,
+    traits: ModelTraits | None,
     *,
     variant: str | None = None,
     catalog: Catalog | None = None,
 ) -> EffectiveManifest:
     """The effective manifest for a model, with each field's source.
 
-    Selection: the best repo-glob match; else the best architecture match; else a generic
-    default (our engine, no parsers). Ties go to the higher `priority`, then the more
-    literal glob, then the name. A `variant` (a manifest name) is layered over that
+    Selection: the best repo-glob match; else the best match of `traits.architecture`; else
+    a generic default (our engine, no parsers). Ties go to the higher `priority`, then the
+    more literal glob, then the name. A `variant` (a manifest name) is layered over that
     selection: the fields its files set win, the family's parsers and the rest stay. Repo
-    overrides whose glob matches are merged last, in file-name order.
+    overrides whose glob matches are merged last, in file-name order. Where the result runs
+    gomgr's engine and `traits` (config.json) say that engine does not serve the model, the
+    selection's `fallback` manifest is layered over it the same way (an explicit `variant`
+    is the user's choice and is never replaced); ManifestError where no engine fits.
     """
     catalog = catalog or load_catalog()
+    traits = traits or ModelTraits()
     key = ModelKey.of(repo_or_path)
-    manifest, selected_by = _best_match(catalog.manifests, key.match_key, architecture)
+    manifest, selected_by = _best_match(catalog.manifests, key.match_key, traits.architecture)
     if variant is not None:
-        chosen = catalog.get(variant)
-        if chosen is None:
-            raise ManifestError(
-                f"no manifest named {variant!r} (known: {', '.join(catalog.names())})"
-            )
         selected_by = f"variant {variant!r} over {manifest.name} ({selected_by})"
-        manifest = chosen.layered_over(manifest)
+        manifest = _named(catalog, variant).layered_over(manifest)
+    manifest = _with_repo_overrides(manifest, catalog, key)
+    engine_reason = None
+    unserved = unserved_by(manifest.engine, traits) if variant is None else None
+    if unserved is not None and manifest.engine == "gomgr":
+        engine_reason = f"gomgr's engine does not serve {unserved}"
+        if manifest.fallback is None:
+            raise ManifestError(f"{engine_reason}, and manifest {manifest.name} names no fallback")
+        selected_by = f"fallback {manifest.fallback!r} over {manifest.name} ({selected_by})"
+        manifest = _with_repo_overrides(
+            _named(catalog, manifest.fallback).layered_over(manifest), catalog, key
+        )
+        unserved = unserved_by(manifest.engine, traits)
+    if unserved is not None:
+        why = f"{engine_reason}; " if engine_reason else ""
+        raise ManifestError(f"no engine serves {repo_or_path}: {why}{manifest.engine} does not serve {unserved}")
+    return _effective(manifest, key, selected_by, engine_reason)
+
+
+def _named(catalog: Catalog, name: str) -> Manifest:
+    chosen = catalog.get(name)
+    if chosen is None:
+        raise ManifestError(f"no manifest named {name!r} (known: {', '.join(catalog.names())})")
+    return chosen
+
+
+def _with_repo_overrides(manifest: Manifest, catalog: Catalog, key: ModelKey) -> Manifest:
     for override in catalog.repo_overrides:
         if fnmatchcase(key.match_key.lower(), override.pattern.lower()):
             manifest = manifest.merged(override.changes, FieldSource(Origin.OVERRIDE, override.path))
-    return _effective(manifest, key, selected_by)
+    return manifest
 
 
 def _best_match(
@@ -104,7 +130,9 @@ def _literal_chars(pattern: str) -> int:
     return sum(1 for char in pattern if char not in "*?[]")
 
 
-def _effective(manifest: Manifest, key: ModelKey, selected_by: str) -> EffectiveManifest:
+def _effective(
+    manifest: Manifest, key: ModelKey, selected_by: str, engine_reason: str | None
+) -> EffectiveManifest:
     sources = {field: manifest.sources[field] for field in ("name", *VALUE_FIELDS)}
     image = manifest.image
     if image is None:
@@ -125,4 +153,5 @@ def _effective(manifest: Manifest, key: ModelKey, selected_by: str) -> Effective
         shm_size=manifest.shm_size,
         env=manifest.env,
         sources=MappingProxyType(sources),
+        engine_reason=engine_reason,
     )

@@ -66,6 +66,7 @@ ShmSize = Annotated[str, AfterValidator(_check_shm_size)]
 EngineArgs = Annotated[list[str], AfterValidator(_check_engine_args)]
 Pattern = Annotated[str, Field(min_length=1)]
 ContextLength = Annotated[int, Field(gt=0)]
+ManifestName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 
 
 class MatchSpec(BaseModel):
@@ -82,7 +83,7 @@ class ManifestFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+    name: ManifestName
     match: MatchSpec = MatchSpec()
     engine: EngineName = "gomgr"
     image: Annotated[str, Field(min_length=1)] | None = None
@@ -94,11 +95,16 @@ class ManifestFile(BaseModel):
     shm_size: ShmSize = "32g"
     env: dict[str, str] = {}
     priority: int = 0
+    # NOTE: the manifest layered over this one where gomgr's engine does not serve the model
+    # (manifests/engine_support.py); null: such a model is refused instead.
+    fallback: ManifestName | None = "vllm-upstream"
 
 
 # NOTE: the manifest fields that may be null; an override sets one to null to switch it off
 # (e.g. `tool_call_parser: null`), so "absent" and "null" differ and `model_fields_set` tells.
-NULLABLE_FIELDS = frozenset({"image", "context_length", "tool_call_parser", "reasoning_parser"})
+NULLABLE_FIELDS = frozenset(
+    {"image", "context_length", "tool_call_parser", "reasoning_parser", "fallback"}
+)
 
 
 class OverrideFile(BaseModel):
@@ -124,6 +130,7 @@ class OverrideFile(BaseModel):
     shm_size: ShmSize | None = None
     env: dict[str, str] | None = None
     priority: int | None = None
+    fallback: ManifestName | None = None
 
     @field_validator(
         "match", "engine", "served_name", "engine_args", "shm_size", "env", "priority",

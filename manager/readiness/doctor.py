@@ -8,6 +8,8 @@ still shown as banners but do not fail the command.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,6 +17,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from manager.manifests.engine_support import ModelTraits
+from manager.manifests.engines import PROCESS_ENGINES
 from manager.readiness.blocker import Blocker
 
 if TYPE_CHECKING:
@@ -47,16 +51,54 @@ def doctor_command(
     # `gomgr --help` and the other commands (all loading this module) should not pay for.
     from manager.readiness.start import check_for_start
 
+    engine = engine_decision(repo) if repo is not None else None
+    if runtime == "auto" and engine is not None and engine.name not in (None, *PROCESS_ENGINES):
+        runtime = "docker"  # NOTE: as `gomgr start` decides: only a container runs that engine
     report = check_for_start(repo, None, runtime, port, context_length)
     if as_json:
-        typer.echo(report.to_json())
+        body = report.to_dict()
+        if engine is not None:
+            body["engine"] = {"name": engine.name, "reason": engine.reason, "error": engine.error}
+        typer.echo(json.dumps(body, indent=2))
     else:
-        render(report, Console())
-    raise typer.Exit(0 if report.ready() else 1)
+        render(report, Console(), engine)
+    raise typer.Exit(0 if report.ready() and (engine is None or engine.error is None) else 1)
 
 
-def render(report: ReadinessReport, console: Console) -> None:
+@dataclass(frozen=True)
+class EngineDecision:
+    """Which engine a start of the model would run, and why; `error` where none serves it."""
+
+    name: str | None
+    reason: str
+    error: str | None = None
+
+    def line(self) -> str:
+        return f"engine: {self.name} ({self.reason})" if self.error is None else f"engine: none ({self.error})"
+
+
+def engine_decision(repo: str) -> EngineDecision:
+    """The same choice `gomgr start` makes: the manifest, with its fallback engine where
+    config.json (local, else the hub's) names what gomgr's engine does not serve."""
+    from manager.manifests.architecture import detect_traits
+    from manager.manifests.errors import ManifestError
+    from manager.manifests.resolve import is_path, resolve_manifest
+    from manager.readiness.start import hub_traits
+
+    traits = detect_traits(repo)
+    if traits == ModelTraits() and not is_path(repo):
+        traits = hub_traits(repo)
+    try:
+        effective = resolve_manifest(repo, traits)
+    except ManifestError as exc:
+        return EngineDecision(None, "", exc.message)
+    return EngineDecision(effective.engine, effective.engine_reason or f"manifest {effective.name}")
+
+
+def render(report: ReadinessReport, console: Console, engine: EngineDecision | None = None) -> None:
     console.print(f"[bold]gomgr doctor[/bold] {report.target or '(machine only)'}")
+    if engine is not None:
+        console.print(f"  {engine.line()}", style="red" if engine.error else None)
     for gpu in report.gpus:
         console.print(
             f"  GPU {gpu.index}: {gpu.name}, {gpu.free_bytes / 1024**3:.1f} GiB free of "

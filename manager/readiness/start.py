@@ -9,6 +9,7 @@ from pathlib import Path
 from huggingface_hub import hf_hub_download
 from huggingface_hub.errors import NotASafetensorsRepoError
 
+from manager.manifests.engine_support import ModelTraits
 from manager.models.errors import InvalidRepoIdError
 from manager.models.model_path import is_gguf_file, model_path_in
 from manager.models.store import ModelStore, RepoId
@@ -189,7 +190,7 @@ def _remote_fit(
             if not isinstance(exc.__cause__, NotASafetensorsRepoError):
                 raise
         else:
-            config = _remote_config(repo.repo)
+            config = remote_config(repo.repo)
             context = context_for(config, context_tokens)
             return weights, _estimate(config, weights, context), context
     fit = remote_gguf_fit(repo, hf_token(), context_tokens)
@@ -215,14 +216,29 @@ def _local_path(repo_or_dir: str, store: ModelStore) -> Path | Blocker | None:
     return stored.model_path if stored else None
 
 
-def _remote_config(repo: str) -> dict[str, object]:
-    # NOTE: config.json is a few KB; fetching it (into the HF cache) is not the download
-    # the checks guard. Errors are the hub client's, handled like the weights lookup's.
+def remote_config(repo: str) -> dict[str, object]:
+    """`repo`'s config.json from the hub; WeightsUnknownError where the hub gives none.
+
+    NOTE: config.json is a few KB; fetching it (into the HF cache) is not the download
+    the checks guard. Errors are the hub client's, handled like the weights lookup's.
+    """
     try:
         path = hf_hub_download(repo, "config.json", token=hf_token() or False, etag_timeout=10)
     except Exception as exc:
         raise WeightsUnknownError(f"the hub did not give {repo}'s config.json: {exc}") from exc
     return json.loads(Path(path).read_text())
+
+
+def hub_traits(repo: str) -> ModelTraits:
+    """The traits config.json on the hub gives (a few KB), so a model only vLLM serves is
+    sent there before its weights download; unknown where the hub gives none (a GGUF tag,
+    no network): the start judges again with the downloaded files."""
+    if ":" in repo:
+        return ModelTraits()
+    try:
+        return ModelTraits.from_config(remote_config(repo))
+    except (WeightsUnknownError, OSError, ValueError):
+        return ModelTraits()
 
 
 def _not_found(target: str, why: str) -> Blocker:

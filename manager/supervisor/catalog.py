@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from manager.lifecycle.desired_state import DesiredEngine, DesiredState
-from manager.manifests.architecture import architecture_of
+from manager.manifests.architecture import traits_of
 from manager.manifests.errors import ManifestError
 from manager.manifests.resolve import resolve_manifest
 from manager.models.store import ModelStore, StoredModel
@@ -105,6 +105,6 @@ def _offered(stored: StoredModel) -> StoreModel:
 def served_name(stored: StoredModel) -> str:
     """The name `gomgr start REPO` registers (manager/lifecycle/planning.py plan_start)."""
     try:
-        return resolve_manifest(stored.repo, architecture_of(stored.path)).served_name
+        return resolve_manifest(stored.repo, traits_of(stored.path)).served_name
     except ManifestError:
         return stored.repo

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from manager.manifests.architecture import architecture_of
+from manager.manifests.architecture import traits_of
 from manager.manifests.errors import ManifestError
 from manager.manifests.resolve import resolve_manifest
 from manager.models.model_path import is_gguf_file
@@ -46,7 +46,7 @@ def footprint_of(repo: str, model_dir: Path) -> Footprint | None:
     such a model is admitted by the loaded-models cap alone, as readiness only warns for it.
     `model_dir` may be a GGUF file (a tagged model), sized by its size and header."""
     try:
-        context = resolve_manifest(repo, architecture_of(model_dir)).context_length
+        context = resolve_manifest(repo, traits_of(model_dir)).context_length
         if is_gguf_file(model_dir):
             fit = local_gguf_fit(model_dir, context)
             return Footprint(fit.memory, fit.context_tokens)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from manager.manifests.architecture import detect_architecture
+from manager.manifests.architecture import detect_traits
 from manager.manifests.effective import EffectiveManifest
 from manager.manifests.errors import ManifestError
 from manager.manifests.resolve import resolve_manifest
@@ -52,7 +52,7 @@ def model_choices(store: ModelStore) -> tuple[ModelChoice, ...]:
 def describe(repo: str, store: ModelStore) -> ChoiceDetails:
     """The effective manifest and the readiness of starting `repo` (may ask the hub: slow)."""
     try:
-        manifest, error = resolve_manifest(repo, detect_architecture(repo, store)), None
+        manifest, error = resolve_manifest(repo, detect_traits(repo, store)), None
     except ManifestError as exc:
         manifest, error = None, exc.message
     # NOTE: sized for the manifest's context, as the start itself will (lifecycle/planning.py).

@@ -204,6 +204,9 @@ def _dtype(name: Any) -> torch.dtype:
     return table.get(str(name), torch.float32)
 
 
+SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
+
+
 def _rope_config(raw: dict[str, Any]) -> RopeConfig:
     # NOTE: transformers 5 writes ``rope_parameters`` (theta inside); older configs use
     # ``rope_theta`` plus an optional ``rope_scaling`` dict.
@@ -212,9 +215,9 @@ def _rope_config(raw: dict[str, Any]) -> RopeConfig:
     merged = {**scaling, **params}
     theta = float(merged.get("rope_theta", raw.get("rope_theta", 10000.0)))
     rope_type = str(merged.get("rope_type", merged.get("type", "default")))
-    if rope_type not in ("default", "linear", "llama3"):
+    if rope_type not in SUPPORTED_ROPE_TYPES:
         raise UnsupportedModelError(
-            f"rope type {rope_type!r} is not supported (supported: default, linear, llama3)"
+            f"rope type {rope_type!r} is not supported (supported: {', '.join(SUPPORTED_ROPE_TYPES)})"
         )
     original = merged.get("original_max_position_embeddings")
     factors = raw.get("rope_freq_factors")

@@ -9,7 +9,7 @@ import pytest
 from docker.types import Mount
 
 from manager.lifecycle.planning import plan_start
-from manager.manifests.architecture import architecture_of
+from manager.manifests.architecture import traits_of
 from manager.manifests.resolve import resolve_manifest
 from manager.models.errors import ModelError
 from manager.models.model_path import path_inside
@@ -43,8 +43,8 @@ def test_a_tagged_repo_gets_its_familys_manifest_by_repo_name() -> None:
 
 def test_a_local_gguf_file_gets_its_manifest_by_general_architecture(tmp_path: Path) -> None:
     path = write_tiny_gguf(tmp_path / "my-finetune-q8_0.gguf", arch="qwen2")
-    assert architecture_of(path) == "Qwen2ForCausalLM"
-    effective = resolve_manifest(str(path), architecture_of(path))
+    assert traits_of(path).architecture == "Qwen2ForCausalLM"
+    effective = resolve_manifest(str(path), traits_of(path))
     assert effective.name == "qwen25" and effective.selected_by == "architecture 'Qwen2ForCausalLM'"
     assert effective.served_name == "my-finetune-q8_0"
 

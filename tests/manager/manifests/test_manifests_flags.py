@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.server.server_args import build_parser
+from manager.manifests.engine_support import ModelTraits
 from manager.manifests.flags import to_engine_flags
 from manager.manifests.resolve import resolve_manifest
 
@@ -25,7 +26,7 @@ from manager.manifests.resolve import resolve_manifest
 def test_engine_parser_accepts_the_flags(
     smollm2_dir: Path, repo: str, architecture: str | None
 ) -> None:
-    effective = resolve_manifest(repo, architecture)
+    effective = resolve_manifest(repo, ModelTraits(architecture))
     args = build_parser().parse_args(to_engine_flags(effective, smollm2_dir))
     assert args.model_path == str(smollm2_dir)
     assert args.served_model_name == effective.served_name

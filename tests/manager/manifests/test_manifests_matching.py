@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 
 from manager.manifests.effective import Origin
+from manager.manifests.engine_support import ModelTraits
 from manager.manifests.errors import ManifestError
 from manager.manifests.locations import builtin_dir
 from manager.manifests.resolve import resolve_manifest
 
 
 def test_smollm2_repo_selects_smollm2() -> None:
-    effective = resolve_manifest("HuggingFaceTB/SmolLM2-135M-Instruct", "LlamaForCausalLM")
+    effective = resolve_manifest("HuggingFaceTB/SmolLM2-135M-Instruct", ModelTraits("LlamaForCausalLM"))
     assert effective.name == "smollm2"
     assert effective.tool_call_parser is None
     assert effective.served_name == "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -34,14 +35,14 @@ def test_repo_glob_matching_ignores_case() -> None:
 
 
 def test_unknown_repo_with_qwen3_architecture_selects_qwen3() -> None:
-    effective = resolve_manifest("someone/finetune", "Qwen3ForCausalLM")
+    effective = resolve_manifest("someone/finetune", ModelTraits("Qwen3ForCausalLM"))
     assert effective.name == "qwen3"
     assert effective.selected_by == "architecture 'Qwen3ForCausalLM'"
     assert (effective.tool_call_parser, effective.reasoning_parser) == ("qwen25", "qwen3")
 
 
 def test_repo_match_beats_architecture_match() -> None:
-    assert resolve_manifest("Qwen/Qwen2.5-7B-Instruct", "Qwen3ForCausalLM").name == "qwen25"
+    assert resolve_manifest("Qwen/Qwen2.5-7B-Instruct", ModelTraits("Qwen3ForCausalLM")).name == "qwen25"
 
 
 def test_unknown_everything_is_the_default_without_parsers() -> None:
@@ -54,7 +55,7 @@ def test_unknown_everything_is_the_default_without_parsers() -> None:
 
 
 def test_llama_architecture_alone_switches_no_tool_parser() -> None:
-    effective = resolve_manifest("someone/llama-finetune", "LlamaForCausalLM")
+    effective = resolve_manifest("someone/llama-finetune", ModelTraits("LlamaForCausalLM"))
     assert (effective.name, effective.tool_call_parser) == ("default", None)
 
 

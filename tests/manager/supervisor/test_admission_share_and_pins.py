@@ -13,6 +13,7 @@ from manager.lifecycle.errors import StartBlocked
 from manager.lifecycle.gpus import check_gpus, gpu_pins
 from manager.lifecycle.planning import _kv_share, plan_start
 from manager.lifecycle.restart import restart_request
+from manager.manifests.engine_support import ModelTraits
 from manager.manifests.resolve import resolve_manifest
 from manager.runtimes.base import ContainerSpec, EngineHandle, EngineSpec
 from manager.runtimes.docker import DockerRuntime
@@ -48,7 +49,7 @@ def test_the_engine_is_told_its_kv_share(smollm2_dir: Path) -> None:
 
 @pytest.mark.parametrize("own", [("--mem-fraction-static", "0.5"), ("--max-total-tokens=4096",)])
 def test_a_manifest_that_sizes_the_kv_pool_itself_keeps_its_own(own: tuple[str, ...]) -> None:
-    effective = dataclasses.replace(resolve_manifest(SMOLLM2_REPO, "LlamaForCausalLM"), engine_args=own)
+    effective = dataclasses.replace(resolve_manifest(SMOLLM2_REPO, ModelTraits("LlamaForCausalLM")), engine_args=own)
     assert _kv_share(effective, 8192) == ()
 
 

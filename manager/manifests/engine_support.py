@@ -1,0 +1,89 @@
+"""What each engine kind serves, judged from a model's config.json before anything downloads.
+
+NOTE: the gomgr lists must equal the engine's own tables (`engine.config.architectures`,
+`engine.config.model_config`'s RoPE types; a test checks it); copied because manager/
+never imports the engine package. The upstream lists are what their docs name: vLLM and
+SGLang serve any architecture Transformers knows (vLLM through its Transformers backend),
+so only a quantization method or a config without architectures can rule them out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+GOMGR_ARCHITECTURES = frozenset({
+    # the decoders
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM",
+    # reward models, embedding models and rerankers
+    "LlamaForSequenceClassification", "BertModel", "BertForSequenceClassification",
+    "XLMRobertaForSequenceClassification",
+})
+GOMGR_ROPE_TYPES = frozenset({"default", "linear", "llama3"})
+# NOTE: `quantization_config.quant_method` values (GGUF files carry no config.json).
+_UPSTREAM_QUANTIZATIONS = frozenset({
+    "awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "fp8", "fbgemm_fp8",
+    "compressed-tensors", "bitsandbytes", "modelopt", "modelopt_fp4", "experts_int8", "mxfp4",
+    "quark", "torchao", "moe_wna16",
+})
+QUANTIZATIONS: dict[str, frozenset[str]] = {
+    "gomgr": frozenset(),
+    "vllm": _UPSTREAM_QUANTIZATIONS,
+    "sglang": _UPSTREAM_QUANTIZATIONS,
+}
+
+
+@dataclass(frozen=True)
+class ModelTraits:
+    """What config.json says that decides which engine can serve a model; None: not known
+    (no config.json yet, or a GGUF file, whose own checks run in the engine)."""
+
+    architecture: str | None = None
+    quantization: str | None = None
+    rope_type: str | None = None
+
+    @classmethod
+    def from_config(cls, config: object) -> ModelTraits:
+        if not isinstance(config, dict):
+            return cls()
+        architectures = config.get("architectures")
+        architecture = None
+        if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
+            architecture = architectures[0]
+        quantization = config.get("quantization_config")
+        method = quantization.get("quant_method") if isinstance(quantization, dict) else None
+        # NOTE: as the engine reads it: transformers 5's `rope_parameters` over `rope_scaling`.
+        rope_fields = {
+            key: value
+            for section in ("rope_scaling", "rope_parameters")
+            if isinstance(config.get(section), dict)
+            for key, value in config[section].items()
+        }
+        rope = rope_fields.get("rope_type", rope_fields.get("type"))
+        return cls(
+            architecture=architecture,
+            quantization=str(method) if method is not None else None,
+            rope_type=str(rope) if rope is not None else None,
+        )
+
+    @classmethod
+    def of_directory(cls, model_dir: Path) -> ModelTraits:
+        try:
+            return cls.from_config(json.loads((model_dir / "config.json").read_text("utf-8")))
+        except (OSError, ValueError):
+            return cls()
+
+
+def unserved_by(engine: str, traits: ModelTraits) -> str | None:
+    """What of `traits` the engine kind does not serve (e.g. "quantization 'awq'"), or None."""
+    if traits.quantization is not None and traits.quantization not in QUANTIZATIONS[engine]:
+        return f"quantization {traits.quantization!r}"
+    if engine != "gomgr":
+        return None
+    if traits.architecture is not None and traits.architecture not in GOMGR_ARCHITECTURES:
+        return f"architecture {traits.architecture!r}"
+    if traits.rope_type is not None and traits.rope_type not in GOMGR_ROPE_TYPES:
+        return f"RoPE type {traits.rope_type!r}"
+    return None

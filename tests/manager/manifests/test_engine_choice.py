@@ -1,0 +1,146 @@
+"""The engine a model gets: gomgr's where it serves the model, the manifest's fallback
+(vLLM unless an override says otherwise) where config.json names what it does not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from engine.config.architectures import (
+    ENCODER_ARCHITECTURES,
+    REWARD_ARCHITECTURES,
+    SUPPORTED_ARCHITECTURES,
+)
+from engine.config.model_config import SUPPORTED_ROPE_TYPES
+from manager.manifests.architecture import traits_of
+from manager.manifests.engine_support import (
+    GOMGR_ARCHITECTURES,
+    GOMGR_ROPE_TYPES,
+    ModelTraits,
+    unserved_by,
+)
+from manager.manifests.errors import ManifestError
+from manager.manifests.flags import to_engine_flags
+from manager.manifests.resolve import resolve_manifest
+
+GOMGR = Path(sys.executable).parent / "gomgr"
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+AWQ = {**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
+
+
+def model_dir(root: Path, config: Mapping[str, object]) -> Path:
+    """A model directory as a hub repo holds it: config.json and one (tiny) safetensors file."""
+    root.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps(config))
+    save_file({"lm_head.qweight": torch.zeros(8, 4, dtype=torch.int32)}, root / "model.safetensors")
+    return root
+
+
+def test_the_managers_tables_equal_the_engines() -> None:
+    engine = {*SUPPORTED_ARCHITECTURES, *REWARD_ARCHITECTURES, *ENCODER_ARCHITECTURES}
+    assert engine == GOMGR_ARCHITECTURES
+    assert set(SUPPORTED_ROPE_TYPES) == GOMGR_ROPE_TYPES
+
+
+@pytest.mark.parametrize(
+    ("config", "unserved"),
+    [
+        (AWQ, "quantization 'awq'"),
+        ({**LLAMA, "quantization_config": {"quant_method": "gptq"}}, "quantization 'gptq'"),
+        ({**LLAMA, "quantization_config": {"quant_method": "fp8"}}, "quantization 'fp8'"),
+        ({"architectures": ["Gemma2ForCausalLM"]}, "architecture 'Gemma2ForCausalLM'"),
+        ({"architectures": ["Phi3ForCausalLM"]}, "architecture 'Phi3ForCausalLM'"),
+        ({**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "RoPE type 'yarn'"),
+        ({**LLAMA, "rope_parameters": {"rope_type": "longrope"}}, "RoPE type 'longrope'"),
+    ],
+)
+def test_what_gomgr_does_not_serve_goes_to_vllm_and_says_why(
+    tmp_path: Path, config: dict[str, object], unserved: str
+) -> None:
+    path = model_dir(tmp_path / "model", config)
+    effective = resolve_manifest(str(path), traits_of(path))
+    assert effective.engine == "vllm"
+    assert effective.image == "vllm/vllm-openai:latest"
+    assert effective.engine_reason == f"gomgr's engine does not serve {unserved}"
+    assert effective.selected_by.startswith("fallback 'vllm-upstream' over default")
+    assert to_engine_flags(effective, "/model")[:2] == ["--model", "/model"]
+
+
+def test_a_model_gomgr_serves_stays_on_gomgr(tmp_path: Path) -> None:
+    path = model_dir(tmp_path / "model", {**LLAMA, "rope_scaling": {"rope_type": "llama3"}})
+    effective = resolve_manifest(str(path), traits_of(path))
+    assert (effective.engine, effective.engine_reason) == ("gomgr", None)
+
+
+def test_the_family_manifest_keeps_its_parsers_under_the_fallback() -> None:
+    traits = ModelTraits("Qwen2ForCausalLM", quantization="awq")
+    effective = resolve_manifest("Qwen/Qwen2.5-7B-Instruct-AWQ", traits)
+    assert (effective.engine, effective.tool_call_parser) == ("vllm", "qwen25")
+    assert effective.context_length == resolve_manifest("Qwen/Qwen2.5-7B-Instruct", None).context_length
+
+
+def test_an_override_picks_sglang_as_the_fallback(overrides_dir: Path) -> None:
+    (overrides_dir / "awq-on-sglang.yaml").write_text("repo: 'someone/*-AWQ'\nfallback: sglang-upstream\n")
+    effective = resolve_manifest("someone/model-AWQ", ModelTraits("LlamaForCausalLM", "awq"))
+    assert effective.engine == "sglang"
+    assert effective.engine_reason == "gomgr's engine does not serve quantization 'awq'"
+    assert resolve_manifest("other/model-AWQ", ModelTraits("LlamaForCausalLM", "awq")).engine == "vllm"
+
+
+def test_an_override_without_fallback_refuses_in_one_line(overrides_dir: Path) -> None:
+    (overrides_dir / "no-fallback.yaml").write_text("repo: 'someone/*'\nfallback: null\n")
+    with pytest.raises(ManifestError) as caught:
+        resolve_manifest("someone/model", ModelTraits("Gemma2ForCausalLM"))
+    assert caught.value.message == (
+        "gomgr's engine does not serve architecture 'Gemma2ForCausalLM', and manifest default "
+        "names no fallback"
+    )
+
+
+def test_a_quantization_no_engine_serves_is_one_error_line() -> None:
+    with pytest.raises(ManifestError) as caught:
+        resolve_manifest("someone/model", ModelTraits("LlamaForCausalLM", "mystery-4bit"))
+    assert caught.value.message == (
+        "no engine serves someone/model: gomgr's engine does not serve quantization "
+        "'mystery-4bit'; vllm does not serve quantization 'mystery-4bit'"
+    )
+    assert unserved_by("sglang", ModelTraits(quantization="mystery-4bit")) is not None
+
+
+def test_an_explicit_variant_is_never_replaced() -> None:
+    traits = ModelTraits("LlamaForCausalLM", "awq")
+    effective = resolve_manifest("someone/model", traits, variant="sglang-upstream")
+    assert (effective.engine, effective.engine_reason) == ("sglang", None)
+
+
+def _gomgr(config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GOMGR_CONFIG_DIR": str(config_dir), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [str(GOMGR), *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
+def test_doctor_and_manifests_show_name_the_same_decision(tmp_path: Path, config_dir: Path) -> None:
+    path = model_dir(tmp_path / "awq-model", AWQ)
+    line = "engine: vllm (gomgr's engine does not serve quantization 'awq')"
+    doctor = _gomgr(config_dir, "doctor", str(path), "--runtime", "process")
+    assert line in doctor.stdout, doctor.stdout + doctor.stderr
+    as_json = json.loads(_gomgr(config_dir, "doctor", str(path), "--json").stdout)
+    assert as_json["engine"] == {
+        "name": "vllm", "reason": "gomgr's engine does not serve quantization 'awq'", "error": None,
+    }
+    shown = _gomgr(config_dir, "manifests", "show", str(path))
+    assert line in shown.stdout, shown.stdout + shown.stderr
+
+    unknown = model_dir(tmp_path / "odd-model", {**LLAMA, "quantization_config": {"quant_method": "odd"}})
+    refused = _gomgr(config_dir, "doctor", str(unknown), "--runtime", "process")
+    assert refused.returncode == 1
+    assert "engine: none (no engine serves" in refused.stdout
