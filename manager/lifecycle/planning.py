@@ -11,6 +11,7 @@ from pathlib import Path
 
 from manager.lifecycle.errors import StartBlocked
 from manager.lifecycle.gpus import CUDA_VISIBLE_DEVICES, gpu_pins
+from manager.lifecycle.vllm_memory import vllm_memory_flags
 from manager.manifests.architecture import traits_of
 from manager.manifests.effective import EffectiveManifest
 from manager.manifests.engine_support import ModelTraits
@@ -20,6 +21,7 @@ from manager.manifests.flags import to_engine_flags
 from manager.manifests.resolve import resolve_manifest
 from manager.models.model_path import path_inside
 from manager.readiness.blocker import Blocker
+from manager.readiness.gpu import GpuInfo
 from manager.readiness.runtime import choose_runtime
 from manager.readiness.start import check_for_start, hub_traits
 from manager.runtimes.base import ContainerSpec
@@ -58,14 +60,16 @@ def plan_start(
     effective = _manifest(repo_or_dir, traits_of(model_path), variant)
     if served_name is not None:
         effective = dataclasses.replace(effective, served_name=served_name)
-    runtime, reason, want_gpus = _ready(
+    runtime, reason, granted = _ready(
         repo_or_dir, model_path, requested_runtime, port, effective.context_length, gpus,
         container_only=_container_only(effective),
     )
     share = _kv_share(effective, kv_tokens)
     if runtime == "docker":
         in_container = path_inside(model_path, CONTAINER_MODEL_DIR)
-        plan = _container_plan(effective, reason, want_gpus, gpu_pins(gpus), in_container)
+        plan = _container_plan(effective, reason, granted is not None, gpu_pins(gpus), in_container)
+        if effective.engine == "vllm":
+            share = vllm_memory_flags(effective.engine_args, granted or ())
         return dataclasses.replace(plan, engine_args=(*plan.engine_args, *share))
     if effective.engine not in PROCESS_ENGINES:
         why = f"{effective.engine_reason}; " if effective.engine_reason else ""
@@ -109,8 +113,9 @@ def _manifest(repo_or_dir: str, traits: ModelTraits, variant: str | None) -> Eff
 def _ready(
     repo_or_dir: str, model_dir: Path | None, requested_runtime: str, port: int | None,
     context_tokens: int | None, gpus: str, *, container_only: str | None = None,
-) -> tuple[str, str, bool]:
-    """(runtime, why, whether a container gets GPUs), or StartBlocked by the first blocker.
+) -> tuple[str, str, tuple[GpuInfo, ...] | None]:
+    """(runtime, why, the GPUs a container gets: None for none), or StartBlocked by the first
+    blocker.
     `container_only`: the engine runs only in a container, so `auto` means docker (the
     engine line that says which engine and why, for a blocked start's message)."""
     prefix = ""
@@ -137,7 +142,9 @@ def _ready(
             f"{prefix}cannot start with the {runtime} runtime: {blockers[0].title}",
             _fixes(blockers[0]),
         )
-    return runtime, reason, want_gpus
+    if not want_gpus:
+        return runtime, reason, None
+    return runtime, reason, tuple(gpu for gpu in report.gpus if not pins or gpu.index in pins)
 
 
 def _container_plan(
