@@ -21,8 +21,7 @@ from manager.models.model_path import path_inside
 from manager.readiness.blocker import Blocker
 from manager.readiness.runtime import choose_runtime
 from manager.readiness.start import check_for_start
-from manager.runtimes.base import ContainerSpec
-from manager.runtimes.docker import CONTAINER_MODEL_DIR
+from manager.runtimes.base import CONTAINER_MODEL_DIR, ContainerSpec
 
 # NOTE: the engines a local process can run; sglang and vllm images need the docker runtime.
 PROCESS_ENGINES = frozenset({"gomgr"})
