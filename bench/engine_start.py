@@ -13,7 +13,8 @@ kernels already built (one untimed start first builds them and warms the page ca
   bundled SmolLM2 GGUF rewritten in F32 (the same weights as the converted fp32 model),
   timed the same way; skipped with the reason where it is not built;
 - `gomgr start <repo> --runtime process`, from launch to its exit (the engine healthy and
-  registered with the router it starts), in an isolated state directory.
+  registered with the router it starts), in an isolated state directory: once booting its
+  supervisor (the first start of a session), once with the supervisor already running.
 Targets (issue 30): our start ≤ 2× `import torch`, ≤ 1.5× llama-server's; `gomgr start` ≤ our
 start + 0.5 s.
 """
@@ -100,10 +101,14 @@ def _llama_server(gguf: Path, server: Path) -> Callable[[int], list[str]]:
     return lambda port: [str(server), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port)]
 
 
-def _gomgr_start_s(store: Path) -> float:
+def _gomgr_start_s(store: Path, supervisor_running: bool) -> float:
+    """`gomgr start` in a fresh state directory: it boots the supervisor, unless
+    ``supervisor_running`` (then `gomgr router start` boots it first, untimed)."""
     with tempfile.TemporaryDirectory(prefix="gomgr-bench-start-") as root:
         env = Env.isolated(Path(root), store)
         try:
+            if supervisor_running and env.gomgr("router", "start").returncode != 0:
+                raise RuntimeError("gomgr router start failed")
             began = time.perf_counter()
             done = env.gomgr("start", REPO, "--runtime", "process", "--json")
             elapsed = time.perf_counter() - began
@@ -140,7 +145,7 @@ def run(runs: int = 3) -> dict[str, Any]:
     imports: dict[str, list[float]] = {name: [] for name in IMPORTS}
     starts: dict[str, list[float]] = {name: [] for name in servers}
     firsts: dict[str, list[float]] = {name: [] for name in servers}
-    gomgr: list[float] = []
+    gomgr: dict[bool, list[float]] = {False: [], True: []}
     with tempfile.TemporaryDirectory(prefix="engine-start-") as logs:
         log = Path(logs) / "server.log"
         port = free_port()
@@ -153,14 +158,16 @@ def run(runs: int = 3) -> dict[str, Any]:
                 ready_s, first_s = _timed_server(command(port), port, log)
                 starts[name].append(ready_s)
                 firsts[name].append(first_s)
-            gomgr.append(_gomgr_start_s(model.parents[1]))
+            for supervisor_running in (False, True):
+                gomgr[supervisor_running].append(_gomgr_start_s(model.parents[1], supervisor_running))
     return {
         "command": f"python -m bench.engine_start --runs {runs}",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{machine()}, CPU flags: {' '.join(cpu_flags())}",
         "imports": {name: _summary(t) for name, t in imports.items()},
         "servers": {name: _summary(starts[name]) | {"first_request_s": statistics.median(firsts[name])} for name in servers},
-        "gomgr_start": _summary(gomgr),
+        "gomgr_start": _summary(gomgr[False]),
+        "gomgr_start_supervisor_running": _summary(gomgr[True]),
         "llama_cpp_skipped": None if isinstance(llama, tuple) else llama,
     }
 
@@ -177,6 +184,8 @@ def markdown_table(result: dict[str, Any]) -> str:
         lines.append(f"| {name}: launch → /health 200 | {r['median_s']:.2f} | {r['min_s']:.2f} | {r['first_request_s']:.3f} |")
     g = result["gomgr_start"]
     lines.append(f"| `gomgr start {REPO} --runtime process` | {g['median_s']:.2f} | {g['min_s']:.2f} | |")
+    w = result["gomgr_start_supervisor_running"]
+    lines.append(f"| the same, its supervisor already running | {w['median_s']:.2f} | {w['min_s']:.2f} | |")
     ours = result["servers"]["ours (default flags)"]["median_s"]
     torch_s = result["imports"]["import torch"]["median_s"]
     ratios = [f"ours / `import torch`: {_ratio(ours, torch_s)} (target ≤ 2×)"]
@@ -185,7 +194,10 @@ def markdown_table(result: dict[str, Any]) -> str:
         ratios.append(f"llama-server not measured: {result['llama_cpp_skipped']}")
     else:
         ratios.append(f"ours / llama-server: {_ratio(ours, llama['median_s'])} (target ≤ 1.5×)")
-    ratios.append(f"`gomgr start` − ours: {g['median_s'] - ours:+.2f} s (target ≤ +0.5 s)")
+    ratios.append(
+        f"`gomgr start` − ours: {g['median_s'] - ours:+.2f} s (target ≤ +0.5 s; "
+        f"{w['median_s'] - ours:+.2f} s with its supervisor running)"
+    )
     return "\n".join([*lines, "", "Medians; " + "; ".join(ratios) + "."])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,6 +22,11 @@ import httpx
 import psutil
 
 START_TIMEOUT_S = 30.0
+# NOTE (issue 30): a cold `gomgr start` waits on this loop before it can even ask for the
+# engine, so it polls tightly: a bare TCP connect until the port is bound (microseconds),
+# then /health over one client without TLS verification (plain HTTP on loopback; httpx's
+# default loads a CA bundle into a new SSL context per call, ~40 ms).
+START_POLL_S = 0.02
 STOP_TIMEOUT_S = 10.0
 
 
@@ -94,18 +100,16 @@ class RouterDaemon:
             host=self.host, port=self.port, token_file=str(self.token_file), log_path=str(self.log_path),
         )
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RouterDaemonError(
-                    f"the router exited with status {process.returncode} at start:\n{self.log_tail()}"
-                )
-            try:
-                if httpx.get(f"{found.url}/health", timeout=2).status_code == 200:
+        with httpx.Client(timeout=2, verify=False) as client:
+            while time.monotonic() < deadline:
+                if process.poll() is not None:
+                    raise RouterDaemonError(
+                        f"the router exited with status {process.returncode} at start:\n{self.log_tail()}"
+                    )
+                if _listening(self.host, self.port) and _healthy(client, found.url):
                     _write_atomic(self.record_path, json.dumps(asdict(found)) + "\n")
                     return found
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
+                time.sleep(START_POLL_S)
         _end(process.pid)
         raise RouterDaemonError(f"the router did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")
 
@@ -124,6 +128,21 @@ class RouterDaemon:
                 return "".join(deque(f, maxlen=lines)).rstrip("\n")
         except FileNotFoundError:
             return "(no log)"
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def _healthy(client: httpx.Client, url: str) -> bool:
+    try:
+        return client.get(f"{url}/health").status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def _process(found: RouterProcess) -> psutil.Process | None:

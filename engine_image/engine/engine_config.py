@@ -40,16 +40,19 @@ class EngineConfig:
         if self.max_running_requests < 1:
             raise ValueError(f"max_running_requests must be >= 1, got {self.max_running_requests}")
 
-    def prefill_chunk(self) -> int | None:
-        """The prefill token budget per step; None when chunking is disabled.
+    def prefill_chunk(self, device_type: str) -> int | None:
+        """The prefill token budget per step on a ``device_type`` ("cpu", "cuda") device;
+        None when chunking is disabled.
 
-        NOTE: the default is SGLang's 2,048 tokens on every device. On CPU it was 1,024 while
-        oneDNN ran the matrix products (1.12x the prefill tokens/s of 2,048); with the panel
-        kernel (kernels/cpu/linear.cpp) 2,048 is 1.06x of 1,024 and 4,096 level with 2,048
-        (docs/benchmarks.md).
+        NOTE: the default is SGLang's 2,048 tokens, and 1,024 on CPU. On CPU the step's
+        activations stay in the process (runtime/host_malloc.py) and grow with its tokens:
+        SmolLM2-135M's heap grew by 0.23 GiB over one 2,048-token prefill and 0.11 GiB over a
+        1,024-token one, and issue #30 holds its whole engine under 1.5 GiB; with the panel
+        kernel (kernels/cpu/linear.cpp) 2,048 prefills 1.06x the tokens/s of 1,024
+        (docs/benchmarks.md). On CPU it was 1,024 before, while oneDNN ran the matrix products.
         """
         if self.chunked_prefill_size == -1:
             return None
         if self.chunked_prefill_size is not None:
             return self.chunked_prefill_size
-        return 2048
+        return 1024 if device_type == "cpu" else 2048

@@ -94,6 +94,12 @@ def start(
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
+    from manager.lifecycle.router_link import RouterLink
+
+    paths = StatePaths.from_env()
+    # NOTE (issue 30): a supervisor that has to be started boots while this process imports
+    # the rest of the command, not after.
+    supervisor_up = RouterLink.from_paths(paths).ensure_in_background()
     from manager.lifecycle.start_request import StartRequest
     from manager.models.local_import import PATH_PREFIXES
     from manager.supervisor.engine_client import EngineClient
@@ -106,7 +112,8 @@ def start(
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with errors_as_one_line(), progress() as live:
-        client = EngineClient.from_paths(StatePaths.from_env())
+        supervisor_up.result()
+        client = EngineClient.from_paths(paths)
         started = client.start(request, live, announce, keep_alive)
     _print_started(started, as_json)
 

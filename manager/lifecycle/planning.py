@@ -24,8 +24,7 @@ from manager.readiness.blocker import Blocker
 from manager.readiness.gpu import GpuInfo
 from manager.readiness.runtime import choose_runtime
 from manager.readiness.start import check_for_start, hub_traits
-from manager.runtimes.base import ContainerSpec
-from manager.runtimes.docker import CONTAINER_MODEL_DIR
+from manager.runtimes.base import CONTAINER_MODEL_DIR, ContainerSpec
 
 # NOTE: engines that take SGLang's `--max-total-tokens` (the KV pool's size in tokens), how
 # an engine is told its share where several run. vLLM has no such cap.

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from huggingface_hub import constants, hf_hub_download, snapshot_download
+from huggingface_hub import constants, hf_hub_download
 from huggingface_hub.errors import (
     EntryNotFoundError,
     GatedRepoError,
@@ -34,6 +34,10 @@ _LOCAL_DIR_CACHE = ".cache"
 
 def download_repo(repo: str, dest: Path) -> None:
     """Download `repo` into `dest` (created). Raises a ModelError subclass on failure."""
+    # NOTE (issue 30): imported here: it brings the hub's API client, a tenth of the
+    # supervisor's boot, which a start of a model already in the store does not need.
+    from huggingface_hub import snapshot_download
+
     _refuse_offline(repo)
     logger.info("downloading %s from the hub into %s", repo, dest)
     with hub_errors(repo):

@@ -5,9 +5,6 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 
-import docker
-from docker.errors import DockerException
-
 from manager.readiness.blocker import Blocker
 from manager.runtimes.docker_host import docker_host
 
@@ -25,6 +22,11 @@ class DockerStatus:
 
 
 def check_docker() -> DockerStatus:
+    # NOTE (issue 30): imported here, not at the top: the docker SDK (and requests under it)
+    # is a tenth of the supervisor's boot, and a process-runtime start never asks for it.
+    import docker
+    from docker.errors import DockerException
+
     host = docker_host()
     cli_path = shutil.which("docker")
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from huggingface_hub import auth_check, get_token, model_info
+from huggingface_hub import get_token
 from huggingface_hub.errors import GatedRepoError
 
 from manager.readiness.blocker import EVERY_RUNTIME, Blocker
@@ -24,6 +24,10 @@ def hf_token() -> str | None:
 
 
 def check_hf_token(repo: str) -> TokenStatus:
+    # NOTE (issue 30): imported here: the hub's API client is a tenth of the supervisor's
+    # boot, and a start of a model already in the store never asks the hub.
+    from huggingface_hub import auth_check, model_info
+
     token = hf_token()
     try:
         # NOTE: the hub describes gated repos to anyone (`gated` is "auto"/"manual"/False);

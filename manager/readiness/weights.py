@@ -13,8 +13,6 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub import get_safetensors_metadata
-
 INDEX_FILE = "model.safetensors.index.json"
 # NOTE: bytes per element of the safetensors dtypes; sub-byte formats (F4, F6) are not
 # listed because a parameter count alone cannot size their packing.
@@ -87,6 +85,10 @@ def local_weights(model_dir: Path) -> WeightsSize:
 
 def remote_weights(repo: str, token: str | None) -> WeightsSize:
     """Weights of a hub repo from its safetensors metadata (a few small HTTP range reads)."""
+    # NOTE (issue 30): imported here: the hub's API client is a tenth of the supervisor's
+    # boot, and a start of a model already in the store never asks the hub.
+    from huggingface_hub import get_safetensors_metadata
+
     try:
         metadata = get_safetensors_metadata(repo, token=token or False, timeout=10)
     # NOTE: any failure means "size unknown": the hub client raises OSError subclasses

@@ -11,6 +11,9 @@ from typing import Any, Protocol
 from manager.state.paths import StatePaths
 
 ENGINE_HOST = "127.0.0.1"
+# NOTE: where a container sees the model directory; here, not in runtimes/docker.py, so planning
+# a start does not import the docker SDK (issue 30: a tenth of the supervisor's boot).
+CONTAINER_MODEL_DIR = "/model"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from manager.images.errors import ImageError
 from manager.images.presence import ensure_image
 from manager.models.model_path import is_gguf_file, mount_dir
 from manager.runtimes.base import (
+    CONTAINER_MODEL_DIR,
     ContainerSpec,
     EngineExit,
     EngineHandle,
@@ -39,7 +40,6 @@ from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
 
 CONTAINER_PORT = 30000
-CONTAINER_MODEL_DIR = "/model"
 LABEL_ENGINE_ID = "gomgr.engine-id"
 LABEL_MODEL = "gomgr.model"
 LABEL_SERVED_NAME = "gomgr.served-name"

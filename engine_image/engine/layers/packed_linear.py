@@ -67,6 +67,12 @@ class PackedLinear(nn.Module):
         self.register_buffer("bias", None if bias is None else bias.detach(), persistent=False)
 
     @property
+    def holds_fp32_panels(self) -> bool:
+        """Whether the weight is in our kernel's fp32 panels (``[panels, in, width]``, row ``n``
+        of the weight at ``[n // width, :, n % width]``), where ``PackedEmbedding`` reads rows."""
+        return not self._bf16 and self._kernels is not None
+
+    @property
     def kernel_path(self) -> str:
         """What multiplies: the bf16 kernel's name, or the fp32 packed GEMM's."""
         if self._bf16:
@@ -89,6 +95,27 @@ class PackedLinear(nn.Module):
             return out
         out = torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
         return out
+
+
+class PackedEmbedding(nn.Module):
+    """A tied embedding whose rows are read from the LM head's fp32 panels, so the table is
+    held once (issue 30: for SmolLM2-135M the second copy was 0.11 GiB of a 1.5 GiB budget).
+    The rows are the weight's own values, copied out, so the model computes the same."""
+
+    def __init__(self, head: PackedLinear) -> None:
+        super().__init__()
+        if not head.holds_fp32_panels:
+            raise ValueError("a PackedEmbedding reads fp32 panels; this head holds another layout")
+        self.head = head
+        self.num_embeddings = head.out_features
+        self.embedding_dim = head.in_features
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        panels = self.head.packed_weight
+        width = panels.shape[2]
+        flat = ids.reshape(-1)
+        rows = panels[flat // width, :, flat % width]
+        return rows.reshape(*ids.shape, self.embedding_dim)
 
 
 def pack_linear_layers(model: nn.Module, weight_dtype: torch.dtype = torch.float32) -> int:

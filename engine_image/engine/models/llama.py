@@ -14,7 +14,7 @@ from engine.config.model_config import ModelConfig
 from engine.core.forward_batch import ForwardBatch
 from engine.kernels.cpu import cpu_kernels_for
 from engine.kernels.triton import use_triton_kernels
-from engine.layers.packed_linear import PackedLinear, pack_linear_layers
+from engine.layers.packed_linear import PackedEmbedding, PackedLinear, pack_linear_layers
 from engine.layers.quantized_linear import QuantizedEmbedding, QuantizedLinear
 from engine.layers.rmsnorm import RMSNorm
 from engine.layers.rotary import RopeAngles, RotaryEmbedding
@@ -170,7 +170,7 @@ class LlamaFamilyForCausalLM(nn.Module):
         # NOTE: the GGUF loader puts a QuantizedEmbedding here, and always sets lm_head. The
         # weight is given, so no random init runs: on the meta device nn.Embedding's normal_
         # imports triton through torch's Python kernels (~40 MiB resident for nothing).
-        self.embed_tokens: nn.Embedding | QuantizedEmbedding = nn.Embedding(
+        self.embed_tokens: nn.Embedding | QuantizedEmbedding | PackedEmbedding = nn.Embedding(
             config.vocab_size, config.hidden_size, _weight=torch.empty(config.vocab_size, config.hidden_size)
         )
         self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_layers))
@@ -201,7 +201,11 @@ class LlamaFamilyForCausalLM(nn.Module):
         kept in ``weight_dtype`` (float32, or bfloat16 for the bf16 kernels)."""
         pack_linear_layers(self, weight_dtype)
         if self.lm_head is None and self.has_lm_head:
-            self.lm_head = PackedLinear(self._embedding_weight().to(weight_dtype), None)
+            head = PackedLinear(self._embedding_weight().to(weight_dtype), None)
+            self.lm_head = head
+            if head.holds_fp32_panels:
+                # NOTE: the embedding's table is dropped; its rows come from the head's panels.
+                self.embed_tokens = PackedEmbedding(head)
 
     def _embedding_weight(self) -> torch.Tensor:
         """The tied head's weight (a GGUF model's tied head is its embedding's ``as_linear``)."""

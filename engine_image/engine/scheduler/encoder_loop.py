@@ -37,7 +37,7 @@ class EncoderServer:
         self.runner = runner
         self.inbox = inbox
         self.outbox = outbox
-        self.queue = ForwardOnlyQueue(runner, runner.config.prefill_chunk())
+        self.queue = ForwardOnlyQueue(runner, runner.config.prefill_chunk(runner.device.type))
 
     def run_forever(self) -> None:
         while True:

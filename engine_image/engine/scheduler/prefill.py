@@ -28,7 +28,7 @@ class Prefill:
         self.runner = runner
         self.kv = kv
         self.sampling = sampling
-        self.token_budget = runner.config.prefill_chunk()
+        self.token_budget = runner.config.prefill_chunk(runner.device.type)
         self.waiting: deque[Req] = deque()
         self.chunked: Req | None = None
         # n > 1: children wait here until the hidden request that caches their prompt ends.

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from engine.kernels.cpu import load_cpu_kernels
 from engine.layers import packed_linear
-from engine.layers.packed_linear import PackedLinear
+from engine.layers.packed_linear import PackedEmbedding, PackedLinear
 from tests.engine.kernels.cpu_features import require_cpu
 
 
@@ -113,3 +113,13 @@ def test_packed_linear_widens_a_bf16_weight_without_the_kernels(monkeypatch: pyt
     layer = PackedLinear(weight, None)
     x = torch.randn(3, 32)
     torch.testing.assert_close(layer(x), _reference(x, weight.float(), None), **_tolerance(32))
+
+
+# NOTE: a vocabulary that fills its last 24-wide panel, and one that leaves it part empty.
+@pytest.mark.parametrize("vocab", [48, 61])
+def test_tied_embedding_reads_the_heads_panels_exactly(kernels, vocab: int) -> None:
+    table = torch.randn(vocab, 40, generator=torch.Generator().manual_seed(vocab))
+    embedding = PackedEmbedding(PackedLinear(table, None))
+    ids = torch.tensor([[0, vocab - 1, 23, 24], [25, 47, 5, 5]])
+    assert torch.equal(embedding(ids), F.embedding(ids, table))
+
