@@ -28,6 +28,7 @@ from engine.kernels.cpu.quantized import (
     pack_blocks,
     pack_half,
     packed_format,
+    quantized_gate_up,
     quantized_linear,
 )
 from engine.layers.block_tensor import BlockTensor
@@ -126,6 +127,16 @@ class QuantizedLinear(nn.Module):
     def packed_parts(self) -> list[tuple[torch.Tensor, PackedFormat]]:
         """The kernels' panels and formats, one per part; empty on the other paths."""
         return list(zip(self._panels, self._formats, strict=True)) if self._formats else []
+
+    def gated(self, x: torch.Tensor) -> torch.Tensor | None:
+        """``silu(gate) * up`` for a gate/up projection in one kernel call, or None where that
+        kernel does not run (another path, parts of unequal width, ``x`` no float32 rows)."""
+        widths = self._out_features
+        if not self._formats or len(widths) != 2 or widths[0] != widths[1]:
+            return None
+        if x.dim() != 2 or x.dtype != torch.float32 or x.stride(1) != 1:
+            return None
+        return quantized_gate_up(self._kernels, x, self._panels, self._formats, widths, self.bias, self._isa)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.weight is not None:

@@ -77,7 +77,9 @@ class MLP(nn.Module):
         self.down_proj: nn.Module = nn.Linear(self.intermediate_size, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = self.down_proj(self._silu_and_mul(self.gate_up_proj(x)))
+        # NOTE: packed GGUF weights multiply and gate in one kernel call (the decode stack's too).
+        gated = self.gate_up_proj.gated(x) if isinstance(self.gate_up_proj, QuantizedLinear) else None
+        out: torch.Tensor = self.down_proj(gated if gated is not None else self._silu_and_mul(self.gate_up_proj(x)))
         return out
 
     def _silu_and_mul(self, gate_up: torch.Tensor) -> torch.Tensor:

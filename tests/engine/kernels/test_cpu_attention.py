@@ -1,6 +1,7 @@
-"""The "cpu" attention backend's C++ decode kernel against the torch-native reference, and
-how the kernel library is built: cached per machine, safe against killed and concurrent
-builds, and a clean fallback to torch ops where no compiler exists."""
+"""The "cpu" attention backend's C++ kernel (decode, and prefill a query per token) against the
+torch-native reference, and how the kernel library is built: cached per machine, safe
+against killed and concurrent builds, and a clean fallback to torch ops where no compiler
+exists."""
 
 from __future__ import annotations
 
@@ -86,16 +87,22 @@ def test_what_the_kernel_does_not_cover_runs_the_torch_path(head_dim: int, dtype
     torch.testing.assert_close(got, expected)
 
 
-def test_prefill_runs_the_torch_path_and_decode_reads_what_it_stored() -> None:
-    case = attention_case([0, 5], [6, 3], 4, 2, 32, torch.float32, CPU)
-    reference = create_attention_backend("torch_native", 4, 2, 32)
-    backend = create_attention_backend("cpu", 4, 2, 32)
-    for b in (reference, backend):
-        b.init_forward_metadata(case.batch)
-    torch.testing.assert_close(
-        backend.forward(case.q, case.k, case.v, 0, case.batch),
-        reference.forward(case.q, case.k, case.v, 0, case.batch),
-    )
+# NOTE: fresh prompts of equal length (one batched SDPA call in the reference), one of
+# another length, and prompts over cached prefixes (one longer than a vector block).
+@pytest.mark.parametrize(
+    ("prefix_lens", "new_lens"), [([0, 0, 0], [6, 6, 3]), ([0, 5, 300], [6, 3, 9])], ids=["fresh", "cached-prefix"]
+)
+def test_prefill_runs_the_kernel_per_token_as_torch_native_does(prefix_lens: list[int], new_lens: list[int]) -> None:
+    case = attention_case(prefix_lens, new_lens, 9, 3, 64, torch.float32, CPU)
+    reference = create_attention_backend("torch_native", 9, 3, 64)
+    backend = create_attention_backend("cpu", 9, 3, 64)
+    assert isinstance(backend, CpuAttention)
+    # NOTE: the metadata lives on the batch: each backend sets it up right before its forward.
+    reference.init_forward_metadata(case.batch)
+    expected = reference.forward(case.q, case.k, case.v, 0, case.batch)
+    backend.init_forward_metadata(case.batch)
+    assert backend.decodes_with_kernel(case.batch)
+    torch.testing.assert_close(backend.forward(case.q, case.k, case.v, 0, case.batch), expected, atol=1e-5, rtol=1e-5)
 
 
 def _build_in_subprocess(cache: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

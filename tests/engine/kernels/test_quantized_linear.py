@@ -104,6 +104,27 @@ def test_fused_parts_of_mixed_types_with_bias(kernels, isa: Isa) -> None:
     _check(got, _rounded_activations(kernels, x, T.Q4_K, isa), x, weight, bias, _rounding_bound(x, T.Q4_K, isa))
 
 
+# NOTE: one row; a tile of the rest (16-row tiles on AVX-512); two 256-row blocks and a partial.
+@pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("rows", [1, 37, 600])
+def test_fused_gate_up_is_silu_and_mul_of_the_product_bit_for_bit(kernels, isa: Isa, rows: int) -> None:
+    """Gate and up of two types (a last panel of 5 columns) with a bias, against the unfused
+    product and the SiLU kernel; the fp32 MLP's reference is that pair."""
+    _require_isa(T.Q4_K, isa)
+    parts = [random_block_tensor(T.Q4_K, 37, 256, 1), random_block_tensor(T.Q8_0, 37, 256, 2)]
+    layer = QuantizedLinear(parts, torch.randn(74), isa=isa)
+    x = torch.randn(rows, 256, generator=torch.Generator().manual_seed(rows))
+    expected = torch.empty(rows, 37)
+    kernels.silu_and_mul(layer(x), expected)
+    got = layer.gated(x)
+    assert got is not None and torch.equal(got, expected)
+
+
+def test_gate_up_of_unequal_parts_is_not_fused(kernels) -> None:
+    layer = QuantizedLinear([random_block_tensor(T.Q8_0, 32, 256, 1), random_block_tensor(T.Q8_0, 16, 256, 2)])
+    assert layer.gated(torch.randn(2, 256)) is None
+
+
 def test_activations_are_rounded_to_int8_per_block_of_32(kernels) -> None:
     """The rounding reference (a) rests on: q = round(x * 127 / max|x_block|)."""
     x = torch.randn(5, 96) * torch.logspace(-3, 3, 96)

@@ -1,10 +1,7 @@
 // SiLU-gated linear unit on CPU: out = silu(gate) * up, with gate and up the two halves of
 // each row of the fused gate_up projection, in one pass (torch: silu of a strided half,
 // then a multiply).
-//
-// NOTE: -ffast-math lets GCC call glibc's vector expf and divide by a refined reciprocal,
-// which turns gate / inf into NaN: the exponent is clamped at 88 (expf(88) is finite), so a
-// gate below -88 gives a tiny negative number where torch gives -0.
+// The formula is cpu_ops.h's silu_mul_row.
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -35,13 +32,7 @@ void silu_and_mul(const at::Tensor& gate_up, const at::Tensor& out) {
   float* o = out.data_ptr<float>();
   const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(width, 1));
   at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* gate = in + r * 2 * width;
-      const float* up = gate + width;
-      float* dst = o + r * width;
-#pragma omp simd
-      for (int64_t i = 0; i < width; ++i) dst[i] = gate[i] / (1.f + expf(std::min(-gate[i], 88.f))) * up[i];
-    }
+    for (int64_t r = begin; r < end; ++r) silu_mul_row(in + r * 2 * width, in + r * 2 * width + width, o + r * width, width);
   });
 }
 

@@ -4,6 +4,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
 namespace gomgr_cpu {
 
 void rms_norm(const at::Tensor& x, const at::Tensor& out, const at::Tensor& weight, double eps);
@@ -16,5 +20,15 @@ void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tens
                       const at::Tensor& req_to_token, const at::Tensor& req_pool_indices, const at::Tensor& seq_lens,
                       double scale);
 void silu_and_mul(const at::Tensor& gate_up, const at::Tensor& out);
+
+// dst = silu(gate) * up over one row: the one formula of silu_and_mul and the fused gate/up
+// projection (quantized_gate_up), so that both give the same bits.
+// NOTE: -ffast-math lets GCC call glibc's vector expf and divide by a refined reciprocal,
+// which turns gate / inf into NaN: the exponent is clamped at 88 (expf(88) is finite), so a
+// gate below -88 gives a tiny negative number where torch gives -0.
+inline void silu_mul_row(const float* gate, const float* up, float* dst, int64_t width) {
+#pragma omp simd
+  for (int64_t i = 0; i < width; ++i) dst[i] = gate[i] / (1.f + expf(std::min(-gate[i], 88.f))) * up[i];
+}
 
 }  // namespace gomgr_cpu

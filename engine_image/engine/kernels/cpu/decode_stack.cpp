@@ -34,6 +34,17 @@ struct PackedProjection {
   at::Tensor operator()(const at::Tensor& x) const {
     return gomgr_quant::quantized_linear(x, panels, formats, out_features, bias, isa);
   }
+
+  // silu(gate) * up of a gate/up projection, fused where its two parts have one width (as
+  // the Python MLP does: the same bits).
+  at::Tensor gated(const at::Tensor& x) const {
+    if (out_features.size() == 2 && out_features[0] == out_features[1])
+      return gomgr_quant::quantized_gate_up(x, panels, formats, out_features, bias, isa);
+    const at::Tensor gate_up = (*this)(x);
+    const at::Tensor activated = at::empty({x.size(0), gate_up.size(1) / 2}, gate_up.options());
+    silu_and_mul(gate_up, activated);
+    return activated;
+  }
 };
 
 struct Layer {
@@ -100,10 +111,7 @@ class QuantizedDecodeStack : public torch::CustomClassHolder {
       at::Tensor mlp_in = at::empty_like(attention_out), sum = at::empty_like(attention_out);
       add_rms_norm(attention_out, residual, mlp_in, sum, layer.post_attention_norm, eps_);
       residual = sum;
-      const at::Tensor gate_up = layer.gate_up(mlp_in);
-      const at::Tensor activated = at::empty({tokens, gate_up.size(1) / 2}, gate_up.options());
-      silu_and_mul(gate_up, activated);
-      hidden = layer.down(activated);
+      hidden = layer.down(layer.gate_up.gated(mlp_in));
     }
     return {hidden, residual};
   }

@@ -80,5 +80,9 @@ void f16_panel_f16c(const float* x, int64_t ldx, int64_t K, int64_t m0, int64_t 
 // y = x @ W^T (+ bias), W the packed parts stacked along the output: the op quantized_linear.
 at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& panels, const std::vector<int64_t>& formats,
                             const std::vector<int64_t>& out_features, const std::optional<at::Tensor>& bias, int64_t isa);
+// silu(x @ Wg^T + bg) * (x @ Wu^T + bu), the two parts gate and up of equal out_features: the
+// op quantized_gate_up.
+at::Tensor quantized_gate_up(const at::Tensor& x, const std::vector<at::Tensor>& panels, const std::vector<int64_t>& formats,
+                             const std::vector<int64_t>& out_features, const std::optional<at::Tensor>& bias, int64_t isa);
 
 }  // namespace gomgr_quant

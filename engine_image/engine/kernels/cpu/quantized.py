@@ -184,6 +184,21 @@ def quantized_linear(
     return out
 
 
+def quantized_gate_up(
+    kernels: Any,
+    x: torch.Tensor,
+    panels: list[torch.Tensor],
+    formats: list[PackedFormat],
+    out_features: list[int],
+    bias: torch.Tensor | None,
+    isa: Isa,
+) -> torch.Tensor:
+    """``silu(gate) * up`` of ``x`` times the two parts (gate, up) of equal width, fused: the
+    ``[M, 2 x width]`` product is never written."""
+    out: torch.Tensor = kernels.quantized_gate_up(x, panels, formats, out_features, bias, isa)
+    return out
+
+
 def kernel_name(kernels: Any, fmt: PackedFormat, isa: Isa) -> str:
     """The kernel ``isa`` picks for ``fmt`` on this CPU; raises when the CPU cannot run it."""
     name: str = kernels.quantized_kernel(int(fmt), int(isa))

@@ -4,11 +4,13 @@
 //
 // Per group and row: G/4 vpdpbusd (16 columns x 4 k each, the activation's 4 bytes
 // broadcast) into an int32 dot, then acc += dot * dx * scale + min * sum(x): the whole
-// weight group is loaded (and its nibbles unpacked) once per tile of kRowTile rows.
+// weight group is loaded (and its nibbles unpacked) once per tile of kIntRowTile rows.
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "quantized.h"
 
@@ -18,7 +20,9 @@
 namespace gomgr_quant {
 namespace {
 
-constexpr int kIntRowTile = 8;
+// NOTE: 16 rows per pass over a weight group: its loads and nibble unpacking shared by more
+// rows (Q5_0 1.2x, Q8_0 1.1x of 8 rows at 256 rows on Zen 4), the accumulators still in registers.
+constexpr int kIntRowTile = 16;
 // NOTE: eight independent accumulators hide vdpbf16ps's latency (one chain per row).
 constexpr int kHalfRowTile = 8;
 
@@ -62,11 +66,14 @@ GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
       for (int t = 0; t < kSteps; ++t) w[t] = _mm512_loadu_si512(quants + 64 * t);
     }
     const int64_t k0 = g * G;
+    // NOTE: unrolled, so that acc[] stays in registers (a rolled loop keeps it on the stack).
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const int64_t m = m0 + r;
       const int8_t* xq = x.q + m * x.K + k0;
       // NOTE: two dependency chains instead of one halve the wait on vpdpbusd's latency.
       __m512i dot[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+#pragma GCC unroll 8
       for (int t = 0; t < kSteps; ++t) {
         int32_t four;
         std::memcpy(&four, xq + 4 * t, 4);
@@ -83,21 +90,19 @@ GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
   for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + (m0 + r) * ldy, mask, _mm512_add_ps(acc[r], b));
 }
 
+template <Format F, size_t... R>
+constexpr auto int_tiles(std::index_sequence<R...>) {
+  return std::array{&int_tile<static_cast<int>(R) + 1, F>...};
+}
+
 template <Format F>
 GOMGR_TARGET_VNNI void int_rows(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel, const float* bias,
                                 float* y, int64_t ldy, __mmask16 mask) {
+  // NOTE: int_tile<MR> for MR = 1 .. kIntRowTile: whole tiles, then one tile of the rest.
+  static constexpr auto kTiles = int_tiles<F>(std::make_index_sequence<kIntRowTile>());
   int64_t r = 0;
-  for (; r + kIntRowTile <= rows; r += kIntRowTile) int_tile<kIntRowTile, F>(x, m0 + r, panel, bias, y, ldy, mask);
-  switch (rows - r) {
-    case 7: int_tile<7, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
-    case 6: int_tile<6, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
-    case 5: int_tile<5, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
-    case 4: int_tile<4, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
-    case 3: int_tile<3, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
-    case 2: int_tile<2, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
-    case 1: int_tile<1, F>(x, m0 + r, panel, bias, y, ldy, mask); break;
-    default: break;
-  }
+  for (; r + kIntRowTile <= rows; r += kIntRowTile) kTiles[kIntRowTile - 1](x, m0 + r, panel, bias, y, ldy, mask);
+  if (r < rows) kTiles[rows - r - 1](x, m0 + r, panel, bias, y, ldy, mask);
 }
 
 template <int MR>

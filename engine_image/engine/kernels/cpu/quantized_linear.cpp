@@ -24,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cpu_ops.h"
 #include "quantized.h"
 
 namespace gomgr_quant {
@@ -136,68 +137,128 @@ struct Part {
   int64_t bytes_per_panel, first_panel, first_column, columns;
 };
 
+// x and the packed parts, checked, with x in every form their kernels read.
+struct Operands {
+  std::vector<Part> parts;
+  int64_t M = 0, K = 0, N = 0, total_panels = 0;
+  const float* bias = nullptr;
+  Int8Buffers ib;
+  Int8Rows rows8{};
+  at::Tensor x, xb, xf;
+
+  Operands(const at::Tensor& x_, const std::vector<at::Tensor>& panels, const std::vector<int64_t>& formats,
+           const std::vector<int64_t>& out_features, const std::optional<at::Tensor>& bias_, int64_t isa)
+      : x(x_) {
+    TORCH_CHECK(x.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1, "x must be a float32 matrix with contiguous rows");
+    TORCH_CHECK(!panels.empty() && panels.size() == formats.size() && panels.size() == out_features.size(),
+                "one format and out_features per packed part");
+    M = x.size(0);
+    K = x.size(1);
+    bool any_int = false, any_bf16_avx512 = false, any_bf16_avx2 = false;
+    for (size_t i = 0; i < panels.size(); ++i) {
+      const Format f = static_cast<Format>(formats[i]);
+      const Kernel kernel = resolve(f, isa);
+      const int64_t count = (out_features[i] + kCols - 1) / kCols, bytes = panel_bytes(f, K);
+      TORCH_CHECK(panels[i].scalar_type() == at::kByte && panels[i].is_contiguous() && panels[i].numel() == count * bytes,
+                  "packed part ", i, " does not match x's width (", K, ") and its out_features (", out_features[i], ")");
+      parts.push_back({f, kernel, panels[i].data_ptr<uint8_t>(), bytes, total_panels, N, out_features[i]});
+      total_panels += count;
+      N += out_features[i];
+      any_int |= is_int(f);
+      any_bf16_avx512 |= kernel == Kernel::kBf16Avx512;
+      any_bf16_avx2 |= kernel == Kernel::kBf16Avx2;
+    }
+    if (bias_.has_value()) {
+      TORCH_CHECK(bias_->scalar_type() == at::kFloat && bias_->is_contiguous() && bias_->numel() == N, "bias must be float32 [out_features]");
+      bias = bias_->data_ptr<float>();
+    }
+    if (any_int) {
+      ib = quantize_rows(x);
+      rows8 = Int8Rows{ib.q.data_ptr<int8_t>(), ib.dx.data_ptr<float>(), ib.s16.data_ptr<float>(), ib.s32.data_ptr<float>(), K};
+    }
+    if (any_bf16_avx512) xb = bf16_pairs(x);
+    // NOTE: the AVX2 bf16 kernel reads x in k pairs: an odd width gets a zero column.
+    xf = any_bf16_avx2 && K % 2 ? at::constant_pad_nd(x, {0, 1}) : x;
+  }
+
+  int64_t part_of(int64_t pi) const {
+    size_t i = 0;
+    while (pi >= parts[i].first_panel + (parts[i].columns + kCols - 1) / kCols) ++i;
+    return static_cast<int64_t>(i);
+  }
+
+  // The first output column of panel pi (of all parts' panels, in order).
+  int64_t column(int64_t pi) const {
+    const Part& part = parts[part_of(pi)];
+    return part.first_column + (pi - part.first_panel) * kCols;
+  }
+
+  // Rows r0 .. r0 + rows of x times panel pi into y (row r0's first column of the panel,
+  // row stride ldy).
+  void panel(int64_t pi, int64_t r0, int64_t rows, float* y, int64_t ldy) const {
+    const Part& part = parts[part_of(pi)];
+    const int64_t p = pi - part.first_panel, n0 = part.first_column + p * kCols;
+    const int64_t cols = std::min(kCols, part.columns - p * kCols);
+    const uint8_t* w = part.panels + p * part.bytes_per_panel;
+    const float* b = bias != nullptr ? bias + n0 : nullptr;
+    // NOTE: the kernels take rows m0 .. of x into the same rows of y: here x starts at row r0
+    // and m0 is 0, so that y may be a scratch tile.
+    const int64_t K2 = (K + 1) / 2, blocks = K / kActBlock;
+    switch (part.kernel) {
+      case Kernel::kVnni:
+      case Kernel::kAvx2Int: {
+        const Int8Rows from{rows8.q + r0 * K, rows8.dx + r0 * blocks, rows8.s16 + r0 * (K / 16), rows8.s32 + r0 * blocks, K};
+        if (part.kernel == Kernel::kVnni) int_panel_avx512_vnni(from, 0, rows, w, part.format, b, y, ldy, cols);
+        else int_panel_avx2(from, 0, rows, w, part.format, b, y, ldy, cols);
+        break;
+      }
+      case Kernel::kBf16Avx512:
+        bf16_panel_avx512(reinterpret_cast<const uint32_t*>(xb.data_ptr<int32_t>()) + r0 * K2, K2, 0, rows, w, b, y, ldy, cols);
+        break;
+      case Kernel::kBf16Avx2:
+        bf16_panel_avx2(xf.data_ptr<float>() + r0 * xf.stride(0), xf.stride(0), K2, 0, rows, w, b, y, ldy, cols);
+        break;
+      case Kernel::kF16c: f16_panel_f16c(x.data_ptr<float>() + r0 * x.stride(0), x.stride(0), K, 0, rows, w, b, y, ldy, cols); break;
+    }
+  }
+};
+
 }  // namespace
 
 at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& panels, const std::vector<int64_t>& formats,
                             const std::vector<int64_t>& out_features, const std::optional<at::Tensor>& bias, int64_t isa) {
-  TORCH_CHECK(x.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1, "x must be a float32 matrix with contiguous rows");
-  TORCH_CHECK(!panels.empty() && panels.size() == formats.size() && panels.size() == out_features.size(),
-              "one format and out_features per packed part");
-  const int64_t M = x.size(0), K = x.size(1);
-  std::vector<Part> parts;
-  int64_t total_panels = 0, N = 0;
-  bool any_int = false, any_bf16_avx512 = false, any_bf16_avx2 = false;
-  for (size_t i = 0; i < panels.size(); ++i) {
-    const Format f = static_cast<Format>(formats[i]);
-    const Kernel kernel = resolve(f, isa);
-    const int64_t count = (out_features[i] + kCols - 1) / kCols, bytes = panel_bytes(f, K);
-    TORCH_CHECK(panels[i].scalar_type() == at::kByte && panels[i].is_contiguous() && panels[i].numel() == count * bytes,
-                "packed part ", i, " does not match x's width (", K, ") and its out_features (", out_features[i], ")");
-    parts.push_back({f, kernel, panels[i].data_ptr<uint8_t>(), bytes, total_panels, N, out_features[i]});
-    total_panels += count;
-    N += out_features[i];
-    any_int |= is_int(f);
-    any_bf16_avx512 |= kernel == Kernel::kBf16Avx512;
-    any_bf16_avx2 |= kernel == Kernel::kBf16Avx2;
-  }
-  const float* bp = nullptr;
-  if (bias.has_value()) {
-    TORCH_CHECK(bias->scalar_type() == at::kFloat && bias->is_contiguous() && bias->numel() == N, "bias must be float32 [out_features]");
-    bp = bias->data_ptr<float>();
-  }
-  Int8Buffers ib;
-  if (any_int) ib = quantize_rows(x);
-  const Int8Rows rows8 = any_int ? Int8Rows{ib.q.data_ptr<int8_t>(), ib.dx.data_ptr<float>(), ib.s16.data_ptr<float>(),
-                                            ib.s32.data_ptr<float>(), K}
-                                 : Int8Rows{};
-  const at::Tensor xb = any_bf16_avx512 ? bf16_pairs(x) : at::Tensor();
-  // NOTE: the AVX2 bf16 kernel reads x in k pairs: an odd width gets a zero column.
-  const at::Tensor xf = any_bf16_avx2 && K % 2 ? at::constant_pad_nd(x, {0, 1}) : x;
-  const int64_t K2 = (K + 1) / 2;
-  at::Tensor out = at::empty({M, N}, x.options());
+  const Operands ops(x, panels, formats, out_features, bias, isa);
+  at::Tensor out = at::empty({ops.M, ops.N}, x.options());
   float* yp = out.data_ptr<float>();
-  for (int64_t r0 = 0; r0 < M; r0 += kRowBlock) {
-    const int64_t rows = std::min(kRowBlock, M - r0);
-    at::parallel_for(0, total_panels, 1, [&](int64_t begin, int64_t end) {
-      size_t i = 0;
-      for (int64_t pi = begin; pi < end; ++pi) {
-        while (pi >= parts[i].first_panel + (parts[i].columns + kCols - 1) / kCols) ++i;
-        const Part& part = parts[i];
-        const int64_t p = pi - part.first_panel, n0 = part.first_column + p * kCols;
-        const int64_t cols = std::min(kCols, part.columns - p * kCols);
-        const uint8_t* panel = part.panels + p * part.bytes_per_panel;
-        const float* b = bp != nullptr ? bp + n0 : nullptr;
-        switch (part.kernel) {
-          case Kernel::kVnni: int_panel_avx512_vnni(rows8, r0, rows, panel, part.format, b, yp + n0, N, cols); break;
-          case Kernel::kAvx2Int: int_panel_avx2(rows8, r0, rows, panel, part.format, b, yp + n0, N, cols); break;
-          case Kernel::kBf16Avx512:
-            bf16_panel_avx512(reinterpret_cast<const uint32_t*>(xb.data_ptr<int32_t>()), K2, r0, rows, panel, b, yp + n0, N, cols);
-            break;
-          case Kernel::kBf16Avx2:
-            bf16_panel_avx2(xf.data_ptr<float>(), xf.stride(0), K2, r0, rows, panel, b, yp + n0, N, cols);
-            break;
-          case Kernel::kF16c: f16_panel_f16c(x.data_ptr<float>(), x.stride(0), K, r0, rows, panel, b, yp + n0, N, cols); break;
-        }
+  for (int64_t r0 = 0; r0 < ops.M; r0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, ops.M - r0);
+    at::parallel_for(0, ops.total_panels, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t pi = begin; pi < end; ++pi) ops.panel(pi, r0, rows, yp + r0 * ops.N + ops.column(pi), ops.N);
+    });
+  }
+  return out;
+}
+
+at::Tensor quantized_gate_up(const at::Tensor& x, const std::vector<at::Tensor>& panels, const std::vector<int64_t>& formats,
+                             const std::vector<int64_t>& out_features, const std::optional<at::Tensor>& bias, int64_t isa) {
+  TORCH_CHECK(panels.size() == 2 && out_features.size() == 2 && out_features[0] == out_features[1],
+              "the fused gate/up takes two parts of equal out_features (gate, then up)");
+  const Operands ops(x, panels, formats, out_features, bias, isa);
+  const int64_t width = out_features[0], gate_panels = ops.parts[1].first_panel;
+  at::Tensor out = at::empty({ops.M, width}, x.options());
+  float* yp = out.data_ptr<float>();
+  for (int64_t r0 = 0; r0 < ops.M; r0 += kRowBlock) {
+    const int64_t rows = std::min(kRowBlock, ops.M - r0);
+    at::parallel_for(0, gate_panels, 1, [&](int64_t begin, int64_t end) {
+      // NOTE: a panel pair's gate and up tiles stay in this thread's cache: the [M, 2 x width]
+      // product is never written, nor read back by a separate SiLU pass.
+      float gate[kRowBlock * kCols], up[kRowBlock * kCols];
+      for (int64_t p = begin; p < end; ++p) {
+        ops.panel(p, r0, rows, gate, kCols);
+        ops.panel(gate_panels + p, r0, rows, up, kCols);
+        const int64_t cols = std::min(kCols, width - p * kCols);
+        for (int64_t m = 0; m < rows; ++m)
+          gomgr_cpu::silu_mul_row(gate + m * kCols, up + m * kCols, yp + (r0 + m) * width + p * kCols, cols);
       }
     });
   }
@@ -296,6 +357,8 @@ TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
   m.impl("quantize_activations", &gomgr_quant::quantize_activations);
   m.def("quantized_linear(Tensor x, Tensor[] panels, int[] formats, int[] out_features, Tensor? bias, int isa) -> Tensor");
   m.impl("quantized_linear", &gomgr_quant::quantized_linear);
+  m.def("quantized_gate_up(Tensor x, Tensor[] panels, int[] formats, int[] out_features, Tensor? bias, int isa) -> Tensor");
+  m.impl("quantized_gate_up", &gomgr_quant::quantized_gate_up);
   m.def("quantized_kernel(int format, int isa) -> str");
   m.impl("quantized_kernel", &gomgr_quant::quantized_kernel);
   m.def("dequantize_packed_rows(Tensor panels, int format, int K, Tensor ids) -> Tensor");
