@@ -6,9 +6,11 @@
 For each serving system (a set of engine flags and a client protocol), one engine serves
 SmolLM2-135M-Instruct on CPU while `--requests` streamed completions of a short random prompt
 and `--max-tokens` tokens run at `--concurrency`: requests/s over the run, and TTFT p50/p99.
-The HTTP/1.1 client opens a connection per request (bench.serving.load's client); the HTTP/2
-client multiplexes every stream over HTTP/2 connections (prior knowledge), at most
-`H2_STREAMS_PER_CONNECTION` streams each.
+Clients (httpx, in this process): "HTTP/1.1" opens a connection per request (bench.serving.load's
+client); "HTTP/1.1 pool" keeps `--concurrency` connections alive and reuses them (as the
+router's upstream pool does); "HTTP/2" multiplexes the streams over HTTP/2 connections (prior
+knowledge), at most `H2_STREAMS_PER_CONNECTION` streams each. The client's CPU time per
+request is what a proxy in front of the engine (the router) would pay for the protocol.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import asyncio
 import math
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import psutil
@@ -41,19 +44,24 @@ SEED = 29
 H2_STREAMS_PER_CONNECTION = 128
 
 
+ClientKind = Literal["HTTP/1.1", "HTTP/1.1 pool", "HTTP/2"]
+
+
 @dataclass(frozen=True)
 class System:
     name: str
     flags: tuple[str, ...]  # the engine's serving flags
-    http2: bool  # the client speaks HTTP/2 (else HTTP/1.1)
+    client: ClientKind
 
 
 # NOTE: a new serving option is one more entry here (its name is what --systems takes).
 SYSTEMS = (
-    System("uvicorn", (), http2=False),
-    System("granian-http1", ("--enable-http2",), http2=False),
-    System("granian-http2", ("--enable-http2",), http2=True),
+    System("uvicorn", (), "HTTP/1.1"),
+    System("granian-http1", ("--enable-http2",), "HTTP/1.1"),
+    System("granian-http2", ("--enable-http2",), "HTTP/2"),
+    System("granian-http1-pool", ("--enable-http2",), "HTTP/1.1 pool"),
 )
+DEFAULT_SYSTEMS = ("uvicorn", "granian-http1", "granian-http2")
 
 
 @dataclass(frozen=True)
@@ -65,10 +73,16 @@ class Config:
     max_tokens: int
 
 
-def _h2_client(url: str, concurrency: int) -> httpx.AsyncClient:
-    connections = math.ceil(concurrency / H2_STREAMS_PER_CONNECTION)
+def _client(kind: ClientKind, url: str, concurrency: int) -> httpx.AsyncClient | None:
+    """The client of ``kind``; None for bench.serving.load's own (a connection per request)."""
+    if kind == "HTTP/1.1":
+        return None
+    http2 = kind == "HTTP/2"
+    connections = math.ceil(concurrency / H2_STREAMS_PER_CONNECTION) if http2 else concurrency
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    return httpx.AsyncClient(base_url=url, http1=False, http2=True, limits=limits, timeout=900.0)
+    return httpx.AsyncClient(
+        base_url=url, http1=not http2, http2=http2, limits=limits, timeout=900.0
+    )
 
 
 def run_system(
@@ -83,7 +97,8 @@ def run_system(
     with tempfile.TemporaryDirectory() as tmp:
         server = start_server(command, port, Path(tmp) / "engine.log", {}, "/health", 600.0)
         try:
-            client = _h2_client(server.url, config.concurrency) if system.http2 else None
+            client = _client(system.client, server.url, config.concurrency)
+            cpu_started = time.process_time()
             results, wall = asyncio.run(
                 run_requests(
                     server.url,
@@ -94,14 +109,16 @@ def run_system(
                     client,
                 )
             )
+            client_cpu_s = time.process_time() - cpu_started
         finally:
             server.stop()
     summary = summarize(results, wall)
     return {
         "name": system.name,
         "flags": " ".join(system.flags),
-        "client": "HTTP/2" if system.http2 else "HTTP/1.1",
+        "client": system.client,
         "requests_per_s": (summary.requests - summary.failed) / wall,
+        "client_cpu_ms_per_request": client_cpu_s * 1000 / len(requests),
         **summary.as_dict(),
     }
 
@@ -135,15 +152,15 @@ def markdown_table(result: dict[str, Any]) -> str:
     lines = [
         (
             "| system | engine flags | client | requests/s | TTFT p50 (ms) | TTFT p99 (ms) "
-            "| e2e p99 (ms) | failed |"
+            "| e2e p99 (ms) | client CPU (ms/request) | failed |"
         ),
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["rows"]:
         lines.append(
             f"| {row['name']} | {row['flags'] or '(default)'} | {row['client']} "
             f"| {row['requests_per_s']:.1f} | {row['ttft_p50_ms']:.0f} | {row['ttft_p99_ms']:.0f} "
-            f"| {row['e2e_p99_ms']:.0f} | {row['failed']} |"
+            f"| {row['e2e_p99_ms']:.0f} | {row['client_cpu_ms_per_request']:.2f} | {row['failed']} |"
         )
     errors = [f"{row['name']}: {row['errors'][0]}" for row in result["rows"] if row["errors"]]
     return "\n".join(lines + ([""] + [f"First error, {e}" for e in errors] if errors else []))
@@ -154,7 +171,9 @@ def parse_args(argv: list[str] | None = None) -> Config:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     names = [s.name for s in SYSTEMS]
-    parser.add_argument("--systems", default=",".join(names), help=f"comma-separated: {names}")
+    parser.add_argument(
+        "--systems", default=",".join(DEFAULT_SYSTEMS), help=f"comma-separated: {names}"
+    )
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument(
