@@ -61,7 +61,6 @@ SYSTEMS = (
     System("granian-http2", ("--enable-http2",), "HTTP/2"),
     System("granian-http1-pool", ("--enable-http2",), "HTTP/1.1 pool"),
 )
-DEFAULT_SYSTEMS = ("uvicorn", "granian-http1", "granian-http2")
 
 
 @dataclass(frozen=True)
@@ -85,33 +84,39 @@ def _client(kind: ClientKind, url: str, concurrency: int) -> httpx.AsyncClient |
     )
 
 
-def run_system(
-    system: System, checkpoint: Path, requests: list[workload.Request], config: Config
-) -> dict[str, Any]:
+def run_engine(
+    flags: tuple[str, ...],
+    systems: list[System],
+    checkpoint: Path,
+    requests: list[workload.Request],
+    config: Config,
+) -> list[dict[str, Any]]:
+    """One engine started with ``flags``; every system of ``systems`` (all with those flags)
+    runs the requests against it in turn."""
     port = free_port()
     command = [
         sys.executable, "-m", "engine.launch_server", "--model-path", str(checkpoint),
-        "--host", "127.0.0.1", "--port", str(port), "--served-model-name", MODEL_NAME,
-        *system.flags,
+        "--host", "127.0.0.1", "--port", str(port), "--served-model-name", MODEL_NAME, *flags,
     ]  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         server = start_server(command, port, Path(tmp) / "engine.log", {}, "/health", 600.0)
         try:
-            client = _client(system.client, server.url, config.concurrency)
-            cpu_started = time.process_time()
-            results, wall = asyncio.run(
-                run_requests(
-                    server.url,
-                    MODEL_NAME,
-                    requests,
-                    config.concurrency,
-                    {"ignore_eos": True},
-                    client,
-                )
-            )
-            client_cpu_s = time.process_time() - cpu_started
+            return [measure(system, server.url, requests, config) for system in systems]
         finally:
             server.stop()
+
+
+def measure(
+    system: System, url: str, requests: list[workload.Request], config: Config
+) -> dict[str, Any]:
+    # NOTE: each system starts from an empty radix cache, not from the prompts of the last.
+    httpx.post(f"{url}/flush_cache", timeout=60).raise_for_status()
+    client = _client(system.client, url, config.concurrency)
+    cpu_started = time.process_time()
+    results, wall = asyncio.run(
+        run_requests(url, MODEL_NAME, requests, config.concurrency, {"ignore_eos": True}, client)
+    )
+    client_cpu_s = time.process_time() - cpu_started
     summary = summarize(results, wall)
     return {
         "name": system.name,
@@ -130,7 +135,17 @@ def run(config: Config) -> dict[str, Any]:
     requests = workload.random_requests(
         tokenizer, config.requests, config.prompt_len, config.max_tokens, SEED
     )
-    rows = [run_system(system, checkpoint, requests, config) for system in config.systems]
+    # NOTE: systems that differ only in their client share one engine (one start, and their
+    # runs back to back), in the order first named.
+    by_flags: dict[tuple[str, ...], list[System]] = {}
+    for system in config.systems:
+        by_flags.setdefault(system.flags, []).append(system)
+    measured = {
+        row["name"]: row
+        for flags, systems in by_flags.items()
+        for row in run_engine(flags, systems, checkpoint, requests, config)
+    }
+    rows = [measured[system.name] for system in config.systems]
     cpu = cpu_description()
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -171,9 +186,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     names = [s.name for s in SYSTEMS]
-    parser.add_argument(
-        "--systems", default=",".join(DEFAULT_SYSTEMS), help=f"comma-separated: {names}"
-    )
+    parser.add_argument("--systems", default=",".join(names), help=f"comma-separated: {names}")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument(

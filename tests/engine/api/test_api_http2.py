@@ -16,7 +16,7 @@ from tests.support.engine_process import EngineServer
 pytestmark = pytest.mark.slow
 
 STREAMS = 64
-MAX_TOKENS = 8
+MAX_TOKENS = 4
 
 
 async def _stream_chat(client: httpx.AsyncClient, i: int) -> tuple[str, list[dict[str, Any]]]:
@@ -51,7 +51,7 @@ def test_64_streams_share_one_http2_connection(
     answers = asyncio.run(_all_on_one_connection(server.url))
     assert [version for version, _ in answers] == ["HTTP/2"] * STREAMS
     for _, chunks in answers:
-        finish = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+        finish = [c["choices"][0].get("finish_reason") for c in chunks if c["choices"]]
         assert finish[-1] in ("stop", "length"), chunks
         text = "".join(
             c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]
