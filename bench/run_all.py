@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import (
     cli_startup,
     engine_footprint,
+    engine_small_requests,
     engine_start,
     engine_streaming,
     engine_vs_transformers,
@@ -93,6 +94,12 @@ def run_engine_footprint() -> str:
     return section(result["date"], result["machine"], result["command"], engine_footprint.markdown_table(result))
 
 
+def run_engine_small_requests() -> str:
+    result = engine_small_requests.run(engine_small_requests.parse_args([]))
+    table = engine_small_requests.markdown_table(result)
+    return section(result["date"], result["machine"], result["command"], table)
+
+
 def run_serving(*argv: str) -> Callable[[], str]:
     def run() -> str:
         result = serving_cli.run_and_save(list(argv))
@@ -120,6 +127,7 @@ BENCHMARKS: dict[str, Callable[[], str]] = {
     "engine_start": run_engine_start,
     "supervisor_overhead": run_supervisor_overhead,
     "engine_footprint": run_engine_footprint,
+    "engine_small_requests": run_engine_small_requests,
     "serving": run_serving(),
     "quantized_serving": run_serving("--section", "quantized"),
 }

@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import signal
 import socket
 import sys
 from pathlib import Path
-from types import FrameType
+
+from starlette.types import ASGIApp
 
 from engine.core.errors import UnsupportedModelError
 from engine.gguf.hf_view import hf_directory
 from engine.ipc.sockets import PortArgs
 from engine.ipc.startup import SchedulerReady
+from engine.server.http_serving import BACKLOG, serve_app
+from engine.server.loading_responder import LoadingResponder
 from engine.server.server_args import ServerArgs, parse_server_args
 from engine.server.supervisor import ChildStartError, EntryPoint, Supervisor
 from engine.server.thread_binding import bound_omp_threads
@@ -22,14 +24,6 @@ from engine.server.thread_binding import bound_omp_threads
 logger = logging.getLogger("engine")
 
 START_TIMEOUT_S = 1800.0
-# NOTE (issue 22): uvicorn's default keep-alive timeout, 5 s, is also the idle expiry of
-# httpx's pool (so of the openai SDK's): a client that reuses a connection as the server's
-# timer closes it gets a reset (httpx.ReadError) for a request the server never read. A
-# server that outwaits every common client pool (httpx, Node: 5 s; aiohttp: 15 s) leaves
-# the close to the client, which cannot race itself. nginx's default.
-KEEP_ALIVE_S = 75
-# NOTE: uvicorn's default backlog.
-BACKLOG = 2048
 SCHEDULER_ENTRY = EntryPoint("engine.scheduler.process", "run_scheduler_process")
 DETOKENIZER_ENTRY = EntryPoint("engine.detokenizer.process", "run_detokenizer_process")
 
@@ -45,8 +39,7 @@ def _bind_port(host: str, port: int) -> socket.socket:
 
     NOTE: listening, not only bound: Linux lets two SO_REUSEADDR sockets bind one port while
     neither listens, so a second server started during this one's load would bind too and
-    fail only after loading. Connections that arrive during the load wait in the backlog and
-    are answered once uvicorn serves the socket (a /health poll then gets its 503 or 200).
+    fail only after loading. During the load a LoadingResponder answers every request 503.
     """
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -59,14 +52,22 @@ def _bind_port(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    sys.exit(0)
-
-
 def serve(args: ServerArgs) -> None:
     listening = _bind_port(args.host, args.port)
     port_args = PortArgs.create()
     supervisor = Supervisor()
+    with LoadingResponder(listening):
+        app = _load(args, port_args, supervisor)
+    try:
+        serve_app(app, listening, args)
+    finally:
+        supervisor.stop()
+        shutil.rmtree(port_args.directory, ignore_errors=True)
+        logger.info("server stopped")
+
+
+def _load(args: ServerArgs, port_args: PortArgs, supervisor: Supervisor) -> ASGIApp:
+    """The children started and ready, and the app over them; any failure exits with one line."""
     try:
         # NOTE: before the children start, so a GGUF's tokenizer is converted once, here.
         hf_dir = hf_directory(args.model_path)
@@ -79,8 +80,6 @@ def serve(args: ServerArgs) -> None:
         supervisor.spawn("detokenizer", DETOKENIZER_ENTRY, tokenizer_path, port_args)
         # NOTE: imported only now, while the children import theirs (torch takes seconds),
         # and only once the flags parsed, so a bad flag fails at once.
-        import uvicorn
-
         from engine.server.context import ServerContext
         from engine.server.http_server import create_app
         from engine.server.tokenizer_manager import TokenizerManager
@@ -112,28 +111,11 @@ def serve(args: ServerArgs) -> None:
     )
     supervisor.watch()
     logger.info(
-        "serving %s on http://%s:%d (%s, %s, KV pool %d tokens)",
-        args.model_name, args.host, args.port, scheduler_info.device, scheduler_info.dtype,
-        ctx.max_total_tokens,
+        "serving %s on http://%s:%d (%s, %s, %s, KV pool %d tokens)",
+        args.model_name, args.host, args.port, "Granian, HTTP/2 and HTTP/1.1" if args.enable_http2 else "uvicorn",
+        scheduler_info.device, scheduler_info.dtype, ctx.max_total_tokens,
     )
-    # NOTE: uvicorn shuts down gracefully on SIGTERM, then re-raises it under the handler it
-    # found; the default one would kill the process here, before the children are stopped.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    try:
-        config = uvicorn.Config(
-            create_app(ctx),
-            host=args.host,
-            port=args.port,
-            loop="uvloop",
-            log_level="warning" if args.log_level == "info" else args.log_level,
-            timeout_graceful_shutdown=5,
-            timeout_keep_alive=KEEP_ALIVE_S,
-        )
-        uvicorn.Server(config).run(sockets=[listening])
-    finally:
-        supervisor.stop()
-        shutil.rmtree(port_args.directory, ignore_errors=True)
-        logger.info("server stopped")
+    return create_app(ctx)
 
 
 def main(argv: list[str] | None = None) -> None:

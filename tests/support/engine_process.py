@@ -94,10 +94,15 @@ class EngineServer:
 
 
 def start_engine_server(
-    model_dir: Path, log_path: Path, extra_args: list[str], env: dict[str, str] | None = None
+    model_dir: Path,
+    log_path: Path,
+    extra_args: list[str],
+    env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> EngineServer:
-    """Starts the server and waits (bounded) until /health answers 200."""
-    port = free_port()
+    """Starts the server (on a free port unless given one) and waits (bounded) until /health
+    answers 200."""
+    port = port or free_port()
     command = [
         sys.executable, "-m", "engine.launch_server",
         "--model-path", str(model_dir), "--host", "127.0.0.1", "--port", str(port), *extra_args,

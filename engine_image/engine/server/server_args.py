@@ -36,6 +36,7 @@ class ServerArgs:
     random_seed: int = 0
     api_key: str | None = None
     enable_metrics: bool = False
+    enable_http2: bool = False
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
     is_embedding: bool = False
@@ -103,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--random-seed", type=int, default=0)
     p.add_argument("--api-key")
     p.add_argument("--enable-metrics", action="store_true")
+    # NOTE: as SGLang's: the HTTP server is Granian, HTTP/2 and HTTP/1.1 on the one port.
+    p.add_argument("--enable-http2", action="store_true")
     p.add_argument("--tool-call-parser", choices=tuple(TOOL_CALL_DETECTORS))
     p.add_argument("--reasoning-parser", choices=tuple(REASONING_FORMATS))
     p.add_argument("--is-embedding", action="store_true")

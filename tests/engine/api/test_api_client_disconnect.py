@@ -58,8 +58,11 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def stack(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with engine_behind_router(smollm2_dir, tmp_path_factory.mktemp("disconnect")) as running:
+def stack(
+    smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory, serving_flags: tuple[str, ...]
+) -> Iterator[Stack]:
+    logs = tmp_path_factory.mktemp("disconnect")
+    with engine_behind_router(smollm2_dir, logs, *serving_flags) as running:
         yield running
 
 

@@ -29,10 +29,12 @@ VERTEX_HEALTH = "/vertex/health"
 
 
 @pytest.fixture(scope="module")
-def server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineServer]:
+def server(
+    smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory, serving_flags: tuple[str, ...]
+) -> Iterator[EngineServer]:
     args = (
         "--served-model-name", MODEL, "--skip-server-warmup", "--max-total-tokens", "8192",
-        "--api-key", KEY, "--enable-metrics",
+        "--api-key", KEY, "--enable-metrics", *serving_flags,
     )  # fmt: skip
     env = {"AIP_HEALTH_ROUTE": VERTEX_HEALTH}
     with engine_server(smollm2_dir, tmp_path_factory.mktemp("logs"), *args, env=env) as running:
