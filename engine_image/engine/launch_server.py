@@ -1,15 +1,12 @@
-"""``python -m engine.launch_server``: the engine's HTTP server and its two child processes."""
+"""``python -m engine.launch_server``: the engine's HTTP server and its child processes."""
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import shutil
-import signal
 import socket
 import sys
-from pathlib import Path
-from types import FrameType
 
 from engine.core.errors import UnsupportedModelError
 from engine.gguf.hf_view import hf_directory
@@ -18,20 +15,16 @@ from engine.ipc.startup import SchedulerReady
 from engine.server.server_args import ServerArgs, parse_server_args
 from engine.server.supervisor import ChildStartError, EntryPoint, Supervisor
 from engine.server.thread_binding import bound_omp_threads
+from engine.server.tokenizer_workers import TokenizerWorkers
 
 logger = logging.getLogger("engine")
 
 START_TIMEOUT_S = 1800.0
-# NOTE (issue 22): uvicorn's default keep-alive timeout, 5 s, is also the idle expiry of
-# httpx's pool (so of the openai SDK's): a client that reuses a connection as the server's
-# timer closes it gets a reset (httpx.ReadError) for a request the server never read. A
-# server that outwaits every common client pool (httpx, Node: 5 s; aiohttp: 15 s) leaves
-# the close to the client, which cannot race itself. nginx's default.
-KEEP_ALIVE_S = 75
 # NOTE: uvicorn's default backlog.
 BACKLOG = 2048
 SCHEDULER_ENTRY = EntryPoint("engine.scheduler.process", "run_scheduler_process")
 DETOKENIZER_ENTRY = EntryPoint("engine.detokenizer.process", "run_detokenizer_process")
+TOKENIZER_WORKER_ENTRY = EntryPoint("engine.server.tokenizer_worker", "run_tokenizer_worker")
 
 
 def _fail(message: str) -> None:
@@ -59,13 +52,24 @@ def _bind_port(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    sys.exit(0)
+def _metrics_dir(args: ServerArgs, port_args: PortArgs) -> str | None:
+    """prometheus_client's multiprocess directory when several workers keep metrics.
+
+    NOTE: set in the environment before any process imports prometheus_client (it picks
+    its value store at import), so every worker writes its metrics where any can read all.
+    """
+    if not args.enable_metrics or args.tokenizer_worker_num == 1:
+        return None
+    directory = port_args.directory / "metrics"
+    directory.mkdir()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    return str(directory)
 
 
 def serve(args: ServerArgs) -> None:
     listening = _bind_port(args.host, args.port)
-    port_args = PortArgs.create()
+    port_args = PortArgs.create(args.tokenizer_worker_num)
+    workers = TokenizerWorkers.create(args.tokenizer_worker_num, _metrics_dir(args, port_args))
     supervisor = Supervisor()
     try:
         # NOTE: before the children start, so a GGUF's tokenizer is converted once, here.
@@ -79,11 +83,8 @@ def serve(args: ServerArgs) -> None:
         supervisor.spawn("detokenizer", DETOKENIZER_ENTRY, tokenizer_path, port_args)
         # NOTE: imported only now, while the children import theirs (torch takes seconds),
         # and only once the flags parsed, so a bad flag fails at once.
-        import uvicorn
-
-        from engine.server.context import ServerContext
-        from engine.server.http_server import create_app
-        from engine.server.tokenizer_manager import TokenizerManager
+        from engine.server.http_serving import serve_app
+        from engine.server.tokenizer_worker import HttpProcessSpec, build_app
         from engine.text.tokenizer_files import load_tokenizer
 
         try:
@@ -92,44 +93,26 @@ def serve(args: ServerArgs) -> None:
             # NOTE: the children load the same files; a child's one-line report says why first.
             supervisor.wait_ready(START_TIMEOUT_S)
             raise
-        infos = supervisor.wait_ready(START_TIMEOUT_S)
+        scheduler_info = supervisor.wait_ready(START_TIMEOUT_S)["scheduler"]
+        assert isinstance(scheduler_info, SchedulerReady), "the scheduler reports SchedulerReady"
+        spec = HttpProcessSpec(args, tokenizer_path, hf_dir, port_args, scheduler_info)
+        # NOTE: once the scheduler listens, so every worker's socket connects at once.
+        for index in range(1, args.tokenizer_worker_num):
+            supervisor.spawn(f"tokenizer-{index}", TOKENIZER_WORKER_ENTRY, spec, workers.worker(index), listening)
+        app = build_app(spec, tokenizer, workers)
+        supervisor.wait_ready(START_TIMEOUT_S)
     except (ChildStartError, KeyboardInterrupt) as err:
         supervisor.stop()
         shutil.rmtree(port_args.directory, ignore_errors=True)
         _fail(str(err) or "interrupted during start-up")
-    scheduler_info = infos["scheduler"]
-    assert isinstance(scheduler_info, SchedulerReady), "the scheduler reports SchedulerReady"
-    ctx = ServerContext(
-        args=args,
-        tokenizer=tokenizer,
-        # NOTE: once the scheduler listens, so its socket connects at once, not on a retry.
-        tokenizer_manager=TokenizerManager(port_args, args.batch_notify_size),
-        hf_config=json.loads((Path(hf_dir) / "config.json").read_text()),
-        context_length=scheduler_info.context_length,
-        max_total_tokens=scheduler_info.max_total_tokens,
-        model_path=args.model_path,
-        is_embedding=scheduler_info.is_embedding,
-    )
     supervisor.watch()
     logger.info(
-        "serving %s on http://%s:%d (%s, %s, KV pool %d tokens)",
+        "serving %s on http://%s:%d (%s, %s, KV pool %d tokens, %d tokenizer worker%s)",
         args.model_name, args.host, args.port, scheduler_info.device, scheduler_info.dtype,
-        ctx.max_total_tokens,
-    )
-    # NOTE: uvicorn shuts down gracefully on SIGTERM, then re-raises it under the handler it
-    # found; the default one would kill the process here, before the children are stopped.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        scheduler_info.max_total_tokens, args.tokenizer_worker_num, "" if args.tokenizer_worker_num == 1 else "s",
+    )  # fmt: skip
     try:
-        config = uvicorn.Config(
-            create_app(ctx),
-            host=args.host,
-            port=args.port,
-            loop="uvloop",
-            log_level="warning" if args.log_level == "info" else args.log_level,
-            timeout_graceful_shutdown=5,
-            timeout_keep_alive=KEEP_ALIVE_S,
-        )
-        uvicorn.Server(config).run(sockets=[listening])
+        serve_app(app, listening, args)
     finally:
         supervisor.stop()
         shutil.rmtree(port_args.directory, ignore_errors=True)
