@@ -24,18 +24,24 @@ def _client(url: str, concurrency: int) -> httpx.AsyncClient:
 
 
 async def run_requests(
-    url: str, model: str, requests: list[Request], concurrency: int, extra: dict[str, Any]
+    url: str,
+    model: str,
+    requests: list[Request],
+    concurrency: int,
+    extra: dict[str, Any],
+    client: httpx.AsyncClient | None = None,
 ) -> tuple[list[Result], float]:
-    """At most `concurrency` requests in flight, the next sent as soon as one finishes."""
+    """At most `concurrency` requests in flight, the next sent as soon as one finishes; on
+    `client` (closed after) when given, else on a fresh connection per request."""
     slots = asyncio.Semaphore(concurrency)
 
     async def one(client: httpx.AsyncClient, request: Request) -> Result:
         async with slots:
             return await send(client, request, model, extra)
 
-    async with _client(url, concurrency) as client:
+    async with client or _client(url, concurrency) as used:
         started = time.perf_counter()
-        results = await asyncio.gather(*(one(client, r) for r in requests))
+        results = await asyncio.gather(*(one(used, r) for r in requests))
         return list(results), time.perf_counter() - started
 
 

@@ -1,4 +1,5 @@
-"""One real engine server on SmolLM2 shared by the API-surface test modules."""
+"""One real engine server on SmolLM2 shared by the API-surface test modules, on each way of
+serving HTTP the engine has (issue 29)."""
 
 from __future__ import annotations
 
@@ -12,23 +13,26 @@ from tests.support.engine_process import EngineServer, engine_server
 SERVED_NAME = "smollm2"
 # NOTE: a non-default Vertex route, so the tests also show $AIP_PREDICT_ROUTE is honoured.
 VERTEX_ROUTE = "/v1/endpoints/test:predict"
+# NOTE: the HTTP serving variants the whole API suite runs on: a name (the test id) and the
+# server flags it adds, through the session fixture ``serving_flags`` (the shared server's).
+SERVING_VARIANTS: dict[str, tuple[str, ...]] = {
+    "uvicorn": (),
+    "tokenizer-workers-3": ("--tokenizer-worker-num", "3"),
+}
 
 
-# NOTE: the serving variants every test on the shared server runs against: (id, extra flags).
-SERVER_VARIANTS: list[tuple[str, tuple[str, ...]]] = [
-    ("default", ()),
-    ("tokenizer-workers-3", ("--tokenizer-worker-num", "3")),
-]
+@pytest.fixture(scope="session", params=list(SERVING_VARIANTS))
+def serving_flags(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    return SERVING_VARIANTS[request.param]
 
 
-@pytest.fixture(scope="session", params=[flags for _, flags in SERVER_VARIANTS], ids=[name for name, _ in SERVER_VARIANTS])
+@pytest.fixture(scope="session")
 def server(
-    request: pytest.FixtureRequest, smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory, serving_flags: tuple[str, ...]
 ) -> Iterator[EngineServer]:
-    """Plain server (no API key, no metrics), once per serving variant; a module that needs
-    flags defines its own."""
-    variant: tuple[str, ...] = request.param
-    args = ("--served-model-name", SERVED_NAME, "--skip-server-warmup", "--max-total-tokens", "16384", *variant)
+    """Plain server (no API key, no metrics); a module that needs flags defines its own."""
+    args = ("--served-model-name", SERVED_NAME, "--skip-server-warmup", "--max-total-tokens", "16384")
     env = {"AIP_PREDICT_ROUTE": VERTEX_ROUTE}
-    with engine_server(smollm2_dir, tmp_path_factory.mktemp("api-logs"), *args, env=env) as running:
+    logs = tmp_path_factory.mktemp("api-logs")
+    with engine_server(smollm2_dir, logs, *args, *serving_flags, env=env) as running:
         yield running
