@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import sys
+from typing import NoReturn
 
 from engine.core.errors import UnsupportedModelError
 from engine.gguf.hf_view import hf_directory
@@ -27,7 +28,7 @@ DETOKENIZER_ENTRY = EntryPoint("engine.detokenizer.process", "run_detokenizer_pr
 TOKENIZER_WORKER_ENTRY = EntryPoint("engine.server.tokenizer_worker", "run_tokenizer_worker")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     sys.stderr.write(f"engine.launch_server: error: {message}\n")
     sys.exit(1)
 

@@ -176,7 +176,8 @@ class EngineMetrics:
         if self.multiprocess_dir is None:
             return self.registry
         view = CollectorRegistry()
-        MultiProcessCollector(view, self.multiprocess_dir)
+        # NOTE: prometheus_client leaves this constructor unannotated.
+        MultiProcessCollector(view, self.multiprocess_dir)  # type: ignore[no-untyped-call]
         return view
 
     def count_request(self, method: str, route: str, status: int) -> None:
