@@ -60,6 +60,8 @@ SYSTEMS = (
     System("granian-http1", ("--enable-http2",), "HTTP/1.1"),
     System("granian-http2", ("--enable-http2",), "HTTP/2"),
     System("granian-http1-pool", ("--enable-http2",), "HTTP/1.1 pool"),
+    System("uvicorn-3-workers", ("--tokenizer-worker-num", "3"), "HTTP/1.1"),
+    System("granian-http2-3-workers", ("--enable-http2", "--tokenizer-worker-num", "3"), "HTTP/2"),
 )
 
 

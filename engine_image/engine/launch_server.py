@@ -1,13 +1,13 @@
-"""``python -m engine.launch_server``: the engine's HTTP server and its two child processes."""
+"""``python -m engine.launch_server``: the engine's HTTP server and its child processes."""
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import shutil
 import socket
 import sys
-from pathlib import Path
+from typing import NoReturn
 
 from starlette.types import ASGIApp
 
@@ -20,15 +20,17 @@ from engine.server.loading_responder import LoadingResponder
 from engine.server.server_args import ServerArgs, parse_server_args
 from engine.server.supervisor import ChildStartError, EntryPoint, Supervisor
 from engine.server.thread_binding import bound_omp_threads
+from engine.server.tokenizer_workers import TokenizerWorkers
 
 logger = logging.getLogger("engine")
 
 START_TIMEOUT_S = 1800.0
 SCHEDULER_ENTRY = EntryPoint("engine.scheduler.process", "run_scheduler_process")
 DETOKENIZER_ENTRY = EntryPoint("engine.detokenizer.process", "run_detokenizer_process")
+TOKENIZER_WORKER_ENTRY = EntryPoint("engine.server.tokenizer_worker", "run_tokenizer_worker")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     sys.stderr.write(f"engine.launch_server: error: {message}\n")
     sys.exit(1)
 
@@ -52,12 +54,27 @@ def _bind_port(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _metrics_dir(args: ServerArgs, port_args: PortArgs) -> str | None:
+    """prometheus_client's multiprocess directory when several workers keep metrics.
+
+    NOTE: set in the environment before any process imports prometheus_client (it picks
+    its value store at import), so every worker writes its metrics where any can read all.
+    """
+    if not args.enable_metrics or args.tokenizer_worker_num == 1:
+        return None
+    directory = port_args.directory / "metrics"
+    directory.mkdir()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    return str(directory)
+
+
 def serve(args: ServerArgs) -> None:
     listening = _bind_port(args.host, args.port)
-    port_args = PortArgs.create()
+    port_args = PortArgs.create(args.tokenizer_worker_num)
+    workers = TokenizerWorkers.create(args.tokenizer_worker_num, _metrics_dir(args, port_args))
     supervisor = Supervisor()
     with LoadingResponder(listening):
-        app = _load(args, port_args, supervisor)
+        app = _load(args, port_args, workers, listening, supervisor)
     try:
         serve_app(app, listening, args)
     finally:
@@ -66,7 +83,9 @@ def serve(args: ServerArgs) -> None:
         logger.info("server stopped")
 
 
-def _load(args: ServerArgs, port_args: PortArgs, supervisor: Supervisor) -> ASGIApp:
+def _load(
+    args: ServerArgs, port_args: PortArgs, workers: TokenizerWorkers, listening: socket.socket, supervisor: Supervisor
+) -> ASGIApp:
     """The children started and ready, and the app over them; any failure exits with one line."""
     try:
         # NOTE: before the children start, so a GGUF's tokenizer is converted once, here.
@@ -80,9 +99,7 @@ def _load(args: ServerArgs, port_args: PortArgs, supervisor: Supervisor) -> ASGI
         supervisor.spawn("detokenizer", DETOKENIZER_ENTRY, tokenizer_path, port_args)
         # NOTE: imported only now, while the children import theirs (torch takes seconds),
         # and only once the flags parsed, so a bad flag fails at once.
-        from engine.server.context import ServerContext
-        from engine.server.http_server import create_app
-        from engine.server.tokenizer_manager import TokenizerManager
+        from engine.server.tokenizer_worker import HttpProcessSpec, build_app
         from engine.text.tokenizer_files import load_tokenizer
 
         try:
@@ -91,31 +108,26 @@ def _load(args: ServerArgs, port_args: PortArgs, supervisor: Supervisor) -> ASGI
             # NOTE: the children load the same files; a child's one-line report says why first.
             supervisor.wait_ready(START_TIMEOUT_S)
             raise
-        infos = supervisor.wait_ready(START_TIMEOUT_S)
+        scheduler_info = supervisor.wait_ready(START_TIMEOUT_S)["scheduler"]
+        assert isinstance(scheduler_info, SchedulerReady), "the scheduler reports SchedulerReady"
+        spec = HttpProcessSpec(args, tokenizer_path, hf_dir, port_args, scheduler_info)
+        # NOTE: once the scheduler listens, so every worker's socket connects at once.
+        for index in range(1, args.tokenizer_worker_num):
+            supervisor.spawn(f"tokenizer-{index}", TOKENIZER_WORKER_ENTRY, spec, workers.worker(index), listening)
+        app = build_app(spec, tokenizer, workers)
+        supervisor.wait_ready(START_TIMEOUT_S)
     except (ChildStartError, KeyboardInterrupt) as err:
         supervisor.stop()
         shutil.rmtree(port_args.directory, ignore_errors=True)
         _fail(str(err) or "interrupted during start-up")
-    scheduler_info = infos["scheduler"]
-    assert isinstance(scheduler_info, SchedulerReady), "the scheduler reports SchedulerReady"
-    ctx = ServerContext(
-        args=args,
-        tokenizer=tokenizer,
-        # NOTE: once the scheduler listens, so its socket connects at once, not on a retry.
-        tokenizer_manager=TokenizerManager(port_args, args.batch_notify_size),
-        hf_config=json.loads((Path(hf_dir) / "config.json").read_text()),
-        context_length=scheduler_info.context_length,
-        max_total_tokens=scheduler_info.max_total_tokens,
-        model_path=args.model_path,
-        is_embedding=scheduler_info.is_embedding,
-    )
     supervisor.watch()
     logger.info(
-        "serving %s on http://%s:%d (%s, %s, %s, KV pool %d tokens)",
+        "serving %s on http://%s:%d (%s, %s, %s, KV pool %d tokens, %d tokenizer worker%s)",
         args.model_name, args.host, args.port, "Granian, HTTP/2 and HTTP/1.1" if args.enable_http2 else "uvicorn",
-        scheduler_info.device, scheduler_info.dtype, ctx.max_total_tokens,
-    )
-    return create_app(ctx)
+        scheduler_info.device, scheduler_info.dtype, scheduler_info.max_total_tokens,
+        args.tokenizer_worker_num, "" if args.tokenizer_worker_num == 1 else "s",
+    )  # fmt: skip
+    return app
 
 
 def main(argv: list[str] | None = None) -> None:

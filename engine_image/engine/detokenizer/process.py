@@ -21,16 +21,15 @@ def run_detokenizer_process(
     die_with_parent()
     ignore_interrupts()
     try:
-        manager = DetokenizerManager(load_tokenizer(tokenizer_path))
+        manager = DetokenizerManager(load_tokenizer(tokenizer_path), len(port_args.tokenizer_inputs))
         context = zmq.Context()
         inbox = pull_socket(context, port_args.detokenizer_input)
-        outbox = push_socket(context, port_args.tokenizer_input)
+        outboxes = [push_socket(context, endpoint) for endpoint in port_args.tokenizer_inputs]
     except Exception as err:  # noqa: BLE001 — reported to the launcher as one line
         ready_writer.send(StartupFailed(f"{type(err).__name__}: {err}".splitlines()[0]))
         sys.exit(1)
     ready_writer.send(DetokenizerReady())
     # NOTE: blocking recv, no per-message logging; the launcher ends this process by signal.
     while True:
-        reply = manager.handle(decode(inbox.recv()))
-        if reply is not None:
-            outbox.send(encode(reply))
+        for worker, reply in manager.handle(decode(inbox.recv())):
+            outboxes[worker].send(encode(reply))

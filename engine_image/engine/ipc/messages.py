@@ -26,6 +26,10 @@ class Message(msgspec.Struct, frozen=True, tag=True):
     NOTE: subclasses repeat ``frozen=True``. msgspec inherits it at runtime anyway, but type
     checkers read Struct through PEP 681's dataclass_transform, which does not, and reject a
     non-frozen subclass of a frozen base (msgspec's advice, msgspec/msgspec#657).
+
+    ``worker`` (where a message has one) is the index of the tokenizer worker that sent the
+    request (--tokenizer-worker-num): the scheduler copies it into its answers and the
+    detokenizer sends each answer to that worker's socket.
     """
 
 
@@ -41,6 +45,7 @@ class GenerateRequest(Message, frozen=True):
     params: SamplingParams
     return_logprob: bool = False
     top_logprobs_num: int = 0
+    worker: int = 0
 
 
 class EmbedRequest(Message, frozen=True):
@@ -48,6 +53,7 @@ class EmbedRequest(Message, frozen=True):
 
     rid: str
     input_ids: list[list[int]]
+    worker: int = 0
 
 
 class ScoreRequest(Message, frozen=True):
@@ -56,6 +62,7 @@ class ScoreRequest(Message, frozen=True):
     rid: str
     input_ids: list[list[int]]
     label_token_ids: list[int]
+    worker: int = 0
 
 
 class ClassifyRequest(Message, frozen=True):
@@ -68,25 +75,33 @@ class ClassifyRequest(Message, frozen=True):
     rid: str
     input_ids: list[list[int]]
     token_type_ids: list[list[int]] | None = None
+    worker: int = 0
 
 
 class AbortRequest(Message, frozen=True):
+    """Ends ``rid`` (with ``samples``, also ``{rid}-{i}``, the samples of an n > 1 request)
+    or every request, whichever tokenizer worker owns it."""
+
     rid: str | None = None
     abort_all: bool = False
+    samples: bool = False
 
 
 class FlushCacheRequest(Message, frozen=True):
     request_id: str
     timeout_s: float = 0.0
+    worker: int = 0
 
 
 class UpdateWeightsRequest(Message, frozen=True):
     request_id: str
     model_path: str
+    worker: int = 0
 
 
 class ServerInfoRequest(Message, frozen=True):
     request_id: str
+    worker: int = 0
 
 
 class ExpertDistributionRequest(Message, frozen=True):
@@ -95,6 +110,7 @@ class ExpertDistributionRequest(Message, frozen=True):
 
     request_id: str
     action: Literal["start", "stop", "dump"]
+    worker: int = 0
 
 
 # ---------------------------------------------------------------- scheduler → detokenizer
@@ -107,6 +123,7 @@ class DetokenizeOptions(Message, frozen=True):
     rids: list[str]
     skip_special_tokens: bool
     stops: list[str]  # stop strings to trim from the final text ([] when no_stop_trim)
+    worker: int = 0
 
 
 class RequestDelta(msgspec.Struct, frozen=True):
@@ -140,6 +157,7 @@ class RequestError(Message, frozen=True):
 
     rid: str
     message: str
+    worker: int = 0
 
 
 class ForwardOnlyOutput(Message, frozen=True):
@@ -149,6 +167,7 @@ class ForwardOnlyOutput(Message, frozen=True):
     rid: str
     values: list[list[float]]
     prompt_tokens: int
+    worker: int = 0
 
 
 class WeightsUpdated(msgspec.Struct, frozen=True, tag=True):
@@ -175,6 +194,7 @@ class ControlResponse(Message, frozen=True):
     success: bool
     message: str = ""
     payload: ControlPayload | None = None
+    worker: int = 0
 
 
 # ---------------------------------------------------------------- detokenizer → tokenizer
@@ -185,6 +205,17 @@ class TextOutputs(Message, frozen=True):
 
     deltas: list[RequestDelta]
 
+
+WorkerRequest = (
+    EmbedRequest
+    | ScoreRequest
+    | ClassifyRequest
+    | FlushCacheRequest
+    | UpdateWeightsRequest
+    | ServerInfoRequest
+    | ExpertDistributionRequest
+)
+"""A request the routes build whose answer goes back to the worker that sent it."""
 
 AnyMessage = (
     GenerateRequest

@@ -17,19 +17,19 @@ _SocketT = TypeVar("_SocketT", bound="zmq.Socket[Any]")
 class PortArgs:
     """Where each process listens. Every socket is PUSH (many writers) → PULL (one reader)."""
 
-    scheduler_input: str  # tokenizer manager → scheduler
+    scheduler_input: str  # tokenizer managers → scheduler
     detokenizer_input: str  # scheduler → detokenizer
-    tokenizer_input: str  # detokenizer → tokenizer manager
+    tokenizer_inputs: tuple[str, ...]  # detokenizer → tokenizer manager, one per tokenizer worker
 
     @classmethod
-    def create(cls) -> PortArgs:
+    def create(cls, tokenizer_workers: int = 1) -> PortArgs:
         # NOTE: a fresh 0700 directory per server, so two engines on one host never share
         # sockets and no other user can connect to them.
         root = Path(tempfile.mkdtemp(prefix="gomgr-engine-"))
         return cls(
             scheduler_input=f"ipc://{root / 'scheduler'}",
             detokenizer_input=f"ipc://{root / 'detokenizer'}",
-            tokenizer_input=f"ipc://{root / 'tokenizer'}",
+            tokenizer_inputs=tuple(f"ipc://{root / f'tokenizer-{i}'}" for i in range(tokenizer_workers)),
         )
 
     @property

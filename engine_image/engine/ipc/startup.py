@@ -19,10 +19,15 @@ class DetokenizerReady(msgspec.Struct, frozen=True):
     """The detokenizer loaded its tokenizer and bound its sockets."""
 
 
+class TokenizerWorkerReady(msgspec.Struct, frozen=True):
+    """An extra tokenizer worker loaded its tokenizer and built its app; it serves next."""
+
+
 class StartupFailed(msgspec.Struct, frozen=True):
     """A child could not start; ``message`` is one line for the operator."""
 
     message: str
 
 
-StartupReport = SchedulerReady | DetokenizerReady | StartupFailed
+ChildReady = SchedulerReady | DetokenizerReady | TokenizerWorkerReady
+StartupReport = ChildReady | StartupFailed

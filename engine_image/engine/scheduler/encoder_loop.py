@@ -56,18 +56,19 @@ class EncoderServer:
                 self._send(refused)
         elif isinstance(message, GenerateRequest):
             for rid in message.rids:
-                self._send(RequestError(rid, "this model is an encoder: it cannot generate text"))
+                self._send(RequestError(rid, "this model is an encoder: it cannot generate text", message.worker))
         elif isinstance(message, AbortRequest):
             if message.abort_all:
                 self.queue.pending.clear()
             elif message.rid is not None:
                 self.queue.abort(message.rid)
         elif isinstance(message, FlushCacheRequest):
-            self._send(ControlResponse(message.request_id, True, "Cache flushed."))
+            self._send(ControlResponse(message.request_id, True, "Cache flushed.", worker=message.worker))
         elif isinstance(message, UpdateWeightsRequest):
-            self._send(ControlResponse(message.request_id, False, "weight updates are not supported for encoder models"))
+            refusal = "weight updates are not supported for encoder models"
+            self._send(ControlResponse(message.request_id, False, refusal, worker=message.worker))
         elif isinstance(message, ServerInfoRequest):
-            self._send(ControlResponse(message.request_id, True, payload=self.stats()))
+            self._send(ControlResponse(message.request_id, True, payload=self.stats(), worker=message.worker))
         elif isinstance(message, ExpertDistributionRequest):
             # NOTE: encoders have no experts: the answer is a refusal.
             self._send(answer_expert_distribution(None, message))

@@ -13,15 +13,16 @@ def answer_expert_distribution(
 ) -> ControlResponse:
     """Runs ``message`` on ``recorder`` (None: the model has no experts, a refusal)."""
     if recorder is None:
-        return ControlResponse(message.request_id, False, NO_EXPERTS)
+        return ControlResponse(message.request_id, False, NO_EXPERTS, worker=message.worker)
     if message.action == "start":
         recorder.start()
         return ControlResponse(
-            message.request_id, True, "Started recording the expert distribution."
+            message.request_id, True, "Started recording the expert distribution.", worker=message.worker
         )
     if message.action == "stop":
         recorder.stop()
         return ControlResponse(
-            message.request_id, True, "Stopped recording the expert distribution."
+            message.request_id, True, "Stopped recording the expert distribution.", worker=message.worker
         )
-    return ControlResponse(message.request_id, True, payload=ExpertDistributionDump(recorder.dump_csv()))
+    dump = ExpertDistributionDump(recorder.dump_csv())
+    return ControlResponse(message.request_id, True, payload=dump, worker=message.worker)

@@ -38,7 +38,7 @@ class ForwardOnlyQueue:
         try:
             self._check(message)
         except InvalidRequest as err:
-            return RequestError(message.rid, str(err))
+            return RequestError(message.rid, str(err), message.worker)
         self.pending.append(_Pending(message))
         return None
 
@@ -72,7 +72,7 @@ class ForwardOnlyQueue:
         if len(item.values) < len(message.input_ids):
             return None
         self.pending.popleft()
-        return ForwardOnlyOutput(message.rid, item.values, sum(len(p) for p in message.input_ids))
+        return ForwardOnlyOutput(message.rid, item.values, sum(len(p) for p in message.input_ids), message.worker)
 
     def _next_prompts(self, remaining: list[list[int]]) -> list[list[int]]:
         """As many prompts as fit in the token budget and the free rows (at least one)."""

@@ -80,4 +80,4 @@ class GrammarQueue:
 def _refused(req: Req, message: str) -> RequestError:
     """Ends ``req`` as an "abort" (what the offline Engine reports) and builds its refusal."""
     req.finish_reason = FinishReason("abort", message=message)
-    return RequestError(req.rid, message)
+    return RequestError(req.rid, message, req.worker)

@@ -33,6 +33,7 @@ class Req:
     emit_output: bool = True  # False for the hidden prefill that n > 1 requests share
     penalty_state: RequestPenaltyState | None = None
     grammar: GrammarMatcher | None = None  # set once its grammar compiled (GrammarQueue)
+    worker: int = 0  # the tokenizer worker that sent it: where a refusal goes
 
     output_ids: list[int] = field(default_factory=list)
     output_logprobs: list[float] = field(default_factory=list)

@@ -118,8 +118,7 @@ class SchedulerServer:
             if refused is not None:
                 self._reply(refused)
         elif isinstance(message, AbortRequest):
-            rids = self.scheduler.request_ids() if message.abort_all else [message.rid or ""]
-            for rid in rids:
+            for rid in self._rids_to_abort(message):
                 self.forward_only.abort(rid)
                 if self.scheduler.abort(rid):
                     self._send_aborted(rid)
@@ -129,15 +128,29 @@ class SchedulerServer:
             self.pending_update = message
             self.scheduler.pause_admission()
         elif isinstance(message, ServerInfoRequest):
-            self._reply(ControlResponse(message.request_id, True, payload=self.scheduler.stats()))
+            self._reply(ControlResponse(message.request_id, True, payload=self.scheduler.stats(), worker=message.worker))
         elif isinstance(message, ExpertDistributionRequest):
             self._reply(answer_expert_distribution(self.scheduler.expert_recorder, message))
         else:
             logger.warning("scheduler ignored an unexpected %s message", type(message).__name__)
 
+    def _rids_to_abort(self, message: AbortRequest) -> list[str]:
+        if message.abort_all:
+            return self.scheduler.request_ids()
+        rid = message.rid or ""
+        if not message.samples:
+            return [rid]
+        return [rid, *(r for r in self.scheduler.request_ids() if r.startswith(f"{rid}-"))]
+
     def _add_generate(self, message: GenerateRequest) -> None:
         params = message.params
         try:
+            # NOTE: each tokenizer worker refuses its own duplicates; only here are the ids
+            # of every worker known, and the detokenizer routes outputs by id.
+            live = set(self.scheduler.request_ids())
+            taken = [rid for rid in message.rids if rid in live]
+            if taken:
+                raise InvalidRequest(f"request id {taken[0]!r} is already in use")
             reqs = [
                 self.scheduler.new_request(
                     rid, message.input_ids, sample, message.return_logprob, message.top_logprobs_num
@@ -146,25 +159,29 @@ class SchedulerServer:
             ]
         except (InvalidRequest, ValueError) as err:
             for rid in message.rids:
-                self._reply(RequestError(rid, str(err)))
+                self._reply(RequestError(rid, str(err), message.worker))
             return
+        for req in reqs:
+            req.worker = message.worker
         stops = [] if params.no_stop_trim else list(params.stop)
         # NOTE: sent before the group is queued, so it reaches the detokenizer before any output.
-        self._reply(DetokenizeOptions(message.rids, params.skip_special_tokens, stops))
+        self._reply(DetokenizeOptions(message.rids, params.skip_special_tokens, stops, message.worker))
         self.scheduler.add_group(reqs)
 
     def _settle_controls(self) -> None:
         now = time.monotonic()
         still_waiting = []
         for pending in self.pending_flushes:
+            request = pending.request
             if self.scheduler.flush_cache():
-                self._reply(ControlResponse(pending.request.request_id, True, "Cache flushed."))
+                self._reply(ControlResponse(request.request_id, True, "Cache flushed.", worker=request.worker))
             elif now >= pending.deadline:
                 self._reply(
                     ControlResponse(
-                        pending.request.request_id,
+                        request.request_id,
                         False,
                         "Cache not flushed: requests are running. Retry when idle or pass a timeout.",
+                        worker=request.worker,
                     )
                 )
             else:
@@ -185,6 +202,7 @@ class SchedulerServer:
                     message.request_id,
                     False,
                     f"Failed to update weights: {reason}. The old weights keep serving.",
+                    worker=message.worker,
                 )
             )
             return
@@ -196,6 +214,7 @@ class SchedulerServer:
                 True,
                 "Succeeded to update model weights.",
                 payload=WeightsUpdated(version, message.model_path),
+                worker=message.worker,
             )
         )
 

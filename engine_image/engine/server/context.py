@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.ipc.messages import WeightsUpdated
 from engine.server.server_args import ServerArgs
 from engine.server.tokenizer_manager import TokenizerManager
 from engine.text.tokenizer import TextTokenizer
@@ -21,5 +22,9 @@ class ServerContext:
     model_path: str
     is_embedding: bool = False  # an embedding model: /encode and /v1/embeddings, no generation
     weight_version: int = 1
-    ready: bool = False  # set after the warm-up generate
+    ready: bool = False  # set once every tokenizer worker's warm-up generate is done
     shutting_down: bool = False
+
+    def weights_updated(self, update: WeightsUpdated) -> None:
+        self.weight_version = update.weight_version
+        self.model_path = update.model_path

@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 def create_app(ctx: ServerContext) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        ctx.tokenizer_manager.on_weights_updated = ctx.weights_updated
         ctx.tokenizer_manager.start()
         # NOTE: in the background, so /health answers 503 (not "connection refused") meanwhile.
         warming = asyncio.create_task(warm_up(ctx))

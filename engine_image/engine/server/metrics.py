@@ -12,7 +12,9 @@ Three sources:
   scheduler's stats (``SchedulerStats``, its answer to a ``ServerInfoRequest``).
 
 Each app gets its own ``CollectorRegistry``, so several apps in one process (tests) do not
-collide.
+collide. With several tokenizer workers (``--tokenizer-worker-num``) each writes its values
+to prometheus_client's multiprocess directory and a scrape of any worker reads all of them:
+counters and histograms summed, the scheduler's gauges as last set.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.routing import Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -61,9 +64,14 @@ E2E_BUCKETS = (
 
 
 class EngineMetrics:
-    """The metrics of one server, in their own registry; also the TokenizerManager's observer."""
+    """The metrics of one server, in their own registry; also the TokenizerManager's observer.
 
-    def __init__(self, model_name: str) -> None:
+    ``multiprocess_dir``: prometheus_client's multiprocess directory, shared by the
+    tokenizer workers (set in the environment before prometheus_client was imported).
+    """
+
+    def __init__(self, model_name: str, multiprocess_dir: str | None = None) -> None:
+        self.multiprocess_dir = multiprocess_dir
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ["model_name"]
         r = self.registry
@@ -72,7 +80,9 @@ class EngineMetrics:
             return Counter(name, doc, labels, registry=r).labels(model_name)
 
         def gauge(name: str, doc: str) -> Any:
-            return Gauge(name, doc, labels, registry=r).labels(model_name)
+            # NOTE: set at scrape time from the scheduler's stats: the last value set is the
+            # server's, whichever worker set it.
+            return Gauge(name, doc, labels, registry=r, multiprocess_mode="mostrecent").labels(model_name)
 
         def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Any:
             return Histogram(name, doc, labels, buckets=buckets, registry=r).labels(model_name)
@@ -107,8 +117,6 @@ class EngineMetrics:
             registry=r,
         )
         self.model_name = model_name
-        self._prompt_total = 0
-        self._cached_total = 0
 
     # ------------------------------------------------------------------ observer
 
@@ -130,8 +138,6 @@ class EngineMetrics:
                 # NOTE: counted at the first token, so aborted requests count too.
                 self.prompt_tokens.inc(state.prompt_tokens)
                 self.cached_tokens.inc(state.cached_tokens)
-                self._prompt_total += state.prompt_tokens
-                self._cached_total += state.cached_tokens
             else:
                 self.itl.observe((now - state.last_token_at) / new)
             state.observed_tokens += new
@@ -145,8 +151,13 @@ class EngineMetrics:
 
     async def refresh(self, ctx: ServerContext) -> None:
         """Scheduler numbers, fetched now; left as they were if the scheduler does not answer."""
-        if self._prompt_total:
-            self.cache_hit_rate.set(self._cached_total / self._prompt_total)
+        totals = {
+            family.name: sum(sample.value for sample in family.samples if sample.name.endswith("_total"))
+            for family in self._view().collect()
+            if family.name in ("sglang:prompt_tokens", "sglang:cached_tokens")
+        }
+        if totals.get("sglang:prompt_tokens"):
+            self.cache_hit_rate.set(totals.get("sglang:cached_tokens", 0.0) / totals["sglang:prompt_tokens"])
         reply = await ctx.tokenizer_manager.control(ServerInfoRequest, SCRAPE_TIMEOUT_S)
         if reply is None or not isinstance(reply.payload, SchedulerStats):
             return
@@ -158,7 +169,16 @@ class EngineMetrics:
         self.token_usage.set(used / stats.max_total_tokens if stats.max_total_tokens else 0.0)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self._view())
+
+    def _view(self) -> CollectorRegistry:
+        """What a scrape reads: this process's registry, or every worker's values."""
+        if self.multiprocess_dir is None:
+            return self.registry
+        view = CollectorRegistry()
+        # NOTE: prometheus_client leaves this constructor unannotated.
+        MultiProcessCollector(view, self.multiprocess_dir)  # type: ignore[no-untyped-call]
+        return view
 
     def count_request(self, method: str, route: str, status: int) -> None:
         self.http_requests.labels(self.model_name, method, route, str(status)).inc()
@@ -241,7 +261,7 @@ def enable_metrics(app: FastAPI, ctx: ServerContext) -> EngineMetrics | None:
     """With --enable-metrics: the metrics object, its /metrics route and the TM observer."""
     if not ctx.args.enable_metrics:
         return None
-    metrics = EngineMetrics(ctx.args.model_name)
+    metrics = EngineMetrics(ctx.args.model_name, ctx.tokenizer_manager.workers.metrics_dir)
     ctx.tokenizer_manager.observer = metrics
     install_metrics_route(app, ctx, metrics)
     return metrics

@@ -15,7 +15,6 @@ from engine.ipc.messages import (
     FlushCacheRequest,
     ServerInfoRequest,
     UpdateWeightsRequest,
-    WeightsUpdated,
 )
 from engine.ipc.scheduler_stats import SchedulerStats
 from engine.sampling.params import SamplingParams
@@ -137,7 +136,7 @@ def native_router(ctx: ServerContext) -> APIRouter:
                 **ctx.args.public_dict(),
                 **_stats_fields(reply.payload),
                 "version": _version(),
-                "in_flight_requests": len(tm.states),
+                "in_flight_requests": tm.workers.in_flight(),
             }
         )
 
@@ -155,12 +154,10 @@ def native_router(ctx: ServerContext) -> APIRouter:
     @router.post("/update_weights_from_disk")
     async def update_weights(request: Request) -> Response:
         body = await parse_json_body(request, UpdateWeightsBody)
+        # NOTE: a success reaches every worker's context (ServerContext.weights_updated).
         reply = await tm.control(lambda rid: UpdateWeightsRequest(rid, body.model_path), 600.0)
         if reply is None:
             raise ApiError(503, "the scheduler did not answer in time", type_="service_unavailable")
-        if isinstance(reply.payload, WeightsUpdated):
-            ctx.weight_version = reply.payload.weight_version
-            ctx.model_path = reply.payload.model_path
         return json_response({"success": reply.success, "message": reply.message}, status_code=200 if reply.success else 400)
 
     @router.post("/tokenize")
@@ -198,8 +195,8 @@ def native_router(ctx: ServerContext) -> APIRouter:
         if body.abort_all:
             await tm.abort(abort_all=True)
         elif body.rid:
-            for rid in [r for r in tm.states if r == body.rid or r.startswith(f"{body.rid}-")] or [body.rid]:
-                await tm.abort(rid)
+            # NOTE: the scheduler finds the request and its samples, whichever worker owns them.
+            await tm.abort(body.rid, samples=True)
         return json_response({"success": True})
 
     return router

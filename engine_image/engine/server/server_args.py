@@ -44,6 +44,7 @@ class ServerArgs:
     log_level: str = "info"
     skip_server_warmup: bool = False
     batch_notify_size: int = 16
+    tokenizer_worker_num: int = 1
 
     @property
     def model_name(self) -> str:
@@ -113,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--skip-server-warmup", action="store_true")
     p.add_argument("--batch-notify-size", type=int, default=16)
+    # NOTE: HTTP/tokenizer processes sharing the port (SGLang's multi-tokenizer mode).
+    p.add_argument("--tokenizer-worker-num", type=int, default=1)
     return p
 
 
@@ -148,6 +151,8 @@ def _contradictions(ns: argparse.Namespace) -> list[str]:
         problems.append("give --max-total-tokens or --mem-fraction-static, not both")
     if ns.batch_notify_size < 1:
         problems.append(f"--batch-notify-size must be >= 1, got {ns.batch_notify_size}")
+    if ns.tokenizer_worker_num < 1:
+        problems.append(f"--tokenizer-worker-num must be >= 1, got {ns.tokenizer_worker_num}")
     if ns.api_key is not None and not ns.api_key:
         problems.append("--api-key must not be empty")
     return problems

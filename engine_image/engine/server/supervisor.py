@@ -1,4 +1,5 @@
-"""Starts the scheduler and detokenizer children, waits until they are ready, watches them."""
+"""Starts the server's children (scheduler, detokenizer, extra tokenizer workers), waits
+until they are ready, watches them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from engine.core.process_guard import die_with_parent, ignore_interrupts
-from engine.ipc.startup import DetokenizerReady, SchedulerReady, StartupFailed, StartupReport
+from engine.ipc.startup import ChildReady, StartupFailed, StartupReport
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class Supervisor:
     def __init__(self) -> None:
         self._context = multiprocessing.get_context("spawn")
         self.children: list[Child] = []
+        self._reported: set[str] = set()
         self._stopping = threading.Event()
 
     def spawn(self, name: str, entry: EntryPoint, *args: Any) -> None:
@@ -73,12 +75,14 @@ class Supervisor:
         writer.close()
         self.children.append(Child(name, process, reader))
 
-    def wait_ready(self, timeout_s: float) -> dict[str, SchedulerReady | DetokenizerReady]:
-        """Each child's ready report; raises ChildStartError if one fails or dies first."""
-        infos: dict[str, SchedulerReady | DetokenizerReady] = {}
+    def wait_ready(self, timeout_s: float) -> dict[str, ChildReady]:
+        """The ready report of each child spawned since the last call; raises ChildStartError
+        if one fails or dies first."""
+        infos: dict[str, ChildReady] = {}
+        waiting = [child for child in self.children if child.name not in self._reported]
         deadline = time.monotonic() + timeout_s
-        while len(infos) < len(self.children):
-            for child in self.children:
+        while len(infos) < len(waiting):
+            for child in waiting:
                 if child.name in infos:
                     continue
                 if child.ready_reader.poll(0.05):
@@ -89,6 +93,7 @@ class Supervisor:
                     if isinstance(info, StartupFailed):
                         raise ChildStartError(f"{child.name} failed to start: {info.message}")
                     infos[child.name] = info
+                    self._reported.add(child.name)
                 elif not child.process.is_alive():
                     raise ChildStartError(f"{child.name} exited during start-up (exit code {child.process.exitcode})")
             if time.monotonic() > deadline:

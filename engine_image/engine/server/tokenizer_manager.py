@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
 import zmq.asyncio
 
 from engine.core.errors import InvalidRequest
@@ -33,11 +34,14 @@ from engine.ipc.messages import (
     RequestError,
     ScoreRequest,
     TextOutputs,
+    WeightsUpdated,
+    WorkerRequest,
     decode,
     encode,
 )
 from engine.ipc.sockets import PortArgs, pull_socket, push_socket
 from engine.sampling.params import SamplingParams
+from engine.server.tokenizer_workers import TokenizerWorkers
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +79,14 @@ class OutputObserver(Protocol):
 
 
 class TokenizerManager:
-    def __init__(self, port_args: PortArgs, batch_notify_size: int) -> None:
+    """One tokenizer worker's channel to the scheduler and back from the detokenizer."""
+
+    def __init__(self, port_args: PortArgs, batch_notify_size: int, workers: TokenizerWorkers) -> None:
         self.batch_notify_size = batch_notify_size
+        self.workers = workers
         context = zmq.asyncio.Context()
         self._to_scheduler = push_socket(context, port_args.scheduler_input)
-        self._from_detokenizer = pull_socket(context, port_args.tokenizer_input)
+        self._from_detokenizer = pull_socket(context, port_args.tokenizer_inputs[workers.index])
         self.states: dict[str, RequestState] = {}
         self._controls: dict[str, asyncio.Future[ControlResponse]] = {}
         self._forward_only: dict[str, asyncio.Future[ForwardOnlyOutput]] = {}
@@ -87,6 +94,8 @@ class TokenizerManager:
         self.last_output_time = 0.0
         # NOTE: set only with --enable-metrics, so the hook costs one None check per message.
         self.observer: OutputObserver | None = None
+        # NOTE: every worker hears of a weight update, whichever worker asked for it.
+        self.on_weights_updated: Callable[[WeightsUpdated], None] | None = None
 
     def start(self) -> None:
         self._receiver = asyncio.get_running_loop().create_task(self._receive_loop())
@@ -117,7 +126,10 @@ class TokenizerManager:
         states = [RequestState(r, prompt_tokens=len(input_ids)) for r in rids]
         for state in states:
             self.states[state.rid] = state
-        await self._send(GenerateRequest(rids, input_ids, params, return_logprob, top_logprobs_num))
+        self.workers.set_in_flight(len(self.states))
+        await self._send(
+            GenerateRequest(rids, input_ids, params, return_logprob, top_logprobs_num, self.workers.index)
+        )
         return states
 
     async def release(self, states: list[RequestState]) -> None:
@@ -127,16 +139,18 @@ class TokenizerManager:
                 logger.info("aborting unfinished request %s", state.rid)
                 await self.abort(state.rid)
             self.states.pop(state.rid, None)
+        self.workers.set_in_flight(len(self.states))
 
-    async def abort(self, rid: str | None = None, abort_all: bool = False) -> None:
-        await self._send(AbortRequest(rid=rid, abort_all=abort_all))
+    async def abort(self, rid: str | None = None, abort_all: bool = False, samples: bool = False) -> None:
+        """Ends ``rid`` (``samples``: and its n > 1 samples) or all requests, in any worker."""
+        await self._send(AbortRequest(rid=rid, abort_all=abort_all, samples=samples))
 
-    async def control(self, make: Callable[[str], Message], timeout_s: float) -> ControlResponse | None:
+    async def control(self, make: Callable[[str], WorkerRequest], timeout_s: float) -> ControlResponse | None:
         """Sends a control request built with a fresh request id; None on timeout."""
         request_id = uuid.uuid4().hex
         future: asyncio.Future[ControlResponse] = asyncio.get_running_loop().create_future()
         self._controls[request_id] = future
-        await self._send(make(request_id))
+        await self._send(self._from_this_worker(make(request_id)))
         try:
             return await asyncio.wait_for(future, timeout_s)
         except TimeoutError:
@@ -149,12 +163,15 @@ class TokenizerManager:
         future: asyncio.Future[ForwardOnlyOutput] = asyncio.get_running_loop().create_future()
         self._forward_only[message.rid] = future
         try:
-            await self._send(message)
+            await self._send(self._from_this_worker(message))
             return await future
         finally:
             self._forward_only.pop(message.rid, None)
             if not future.done():
                 await self.abort(message.rid)
+
+    def _from_this_worker(self, message: WorkerRequest) -> WorkerRequest:
+        return msgspec.structs.replace(message, worker=self.workers.index)
 
     async def _send(self, message: Message) -> None:
         await self._to_scheduler.send(encode(message))
@@ -187,6 +204,8 @@ class TokenizerManager:
                 future = self._controls.get(message.request_id)
                 if future is not None and not future.done():
                     future.set_result(message)
+                if isinstance(message.payload, WeightsUpdated) and self.on_weights_updated is not None:
+                    self.on_weights_updated(message.payload)
 
     def _apply(self, message: TextOutputs) -> list[RequestState]:
         touched = []

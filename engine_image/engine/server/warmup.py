@@ -20,18 +20,18 @@ WARMUP_TIMEOUT_S = 600.0
 
 
 async def warm_up(ctx: ServerContext) -> None:
-    """Runs one short generate through all three processes, then marks the server ready.
+    """Runs one short generate through the pipeline, then marks the server ready once every
+    tokenizer worker has warmed up too.
 
     NOTE: a failed warm-up leaves /health at 503 (the operator sees why in the log)
     instead of killing the server, so /server_info and the logs stay reachable.
     """
     if ctx.args.skip_server_warmup:
-        ctx.ready = True
+        await _ready(ctx)
         return
     if ctx.is_embedding:
         if await embed_probe(ctx, WARMUP_TIMEOUT_S):
-            ctx.ready = True
-            logger.info("warm-up done; the server is ready")
+            await _ready(ctx)
         else:
             logger.error("warm-up embedding failed; /health stays 503")
         return
@@ -45,8 +45,14 @@ async def warm_up(ctx: ServerContext) -> None:
     except ApiError as err:
         logger.error("warm-up generate failed (%s); /health stays 503", err.message)
     else:
-        ctx.ready = True
-        logger.info("warm-up done; the server is ready")
+        await _ready(ctx)
+
+
+async def _ready(ctx: ServerContext) -> None:
+    await ctx.tokenizer_manager.workers.wait_all_ready()
+    ctx.ready = True
+    if ctx.tokenizer_manager.workers.index == 0:
+        logger.info("the server is ready")
 
 
 async def embed_probe(ctx: ServerContext, timeout_s: float) -> bool:

@@ -16,9 +16,13 @@ VERTEX_ROUTE = "/v1/endpoints/test:predict"
 # NOTE: the HTTP serving variants the whole API suite runs on: a name (the test id) and the
 # server flags it adds. Every server of the suite (this shared one and the modules' own)
 # takes them, through the session fixture ``serving_flags``.
+# NOTE (issue 29): the serving options in one variant beside the default, so the whole API
+# suite runs on Granian with HTTP/2 *and* over 3 tokenizer workers at the cost of one pass
+# (a pass per option doubled the suite's longest part); each option alone has its own tests
+# (test_api_http2.py, tests/engine/server/test_server_tokenizer_workers.py).
 SERVING_VARIANTS: dict[str, tuple[str, ...]] = {
     "uvicorn": (),
-    "granian-http2": ("--enable-http2",),
+    "granian-http2-3-workers": ("--enable-http2", "--tokenizer-worker-num", "3"),
 }
 
 

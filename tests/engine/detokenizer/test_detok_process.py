@@ -34,7 +34,7 @@ _EXIT_TIMEOUT_S = 10.0
 
 @pytest.fixture
 def port_args() -> Iterator[PortArgs]:
-    args = PortArgs.create()
+    args = PortArgs.create(tokenizer_workers=2)
     yield args
     shutil.rmtree(args.directory, ignore_errors=True)
 
@@ -71,14 +71,15 @@ def _start(
 def test_child_detokenizes_over_ipc(
     smollm2_dir: Path, tokenizer: TextTokenizer, port_args: PortArgs, context: zmq.Context
 ) -> None:
-    # NOTE: bound before the child starts, so its PUSH connects to a live endpoint.
-    inbox = pull_socket(context, port_args.tokenizer_input)
+    # NOTE: bound before the child starts, so its PUSHes connect to live endpoints.
+    other_inbox = pull_socket(context, port_args.tokenizer_inputs[0])
+    inbox = pull_socket(context, port_args.tokenizer_inputs[1])
     proc, report = _start(str(smollm2_dir), port_args)
     try:
         assert report == DetokenizerReady()
         ids = tokenizer.encode("Hi 😀 there")
         outbox = push_socket(context, port_args.detokenizer_input)
-        outbox.send(encode(DetokenizeOptions(["r1"], skip_special_tokens=True, stops=[])))
+        outbox.send(encode(DetokenizeOptions(["r1"], skip_special_tokens=True, stops=[], worker=1)))
         delta = RequestDelta("r1", ids, [0.0] * len(ids), [], FinishReason("length"), 4, len(ids), 0)
         outbox.send(encode(TokenOutputs([delta])))
         assert inbox.poll(_REPLY_TIMEOUT_MS), "no TextOutputs came back"
@@ -86,6 +87,7 @@ def test_child_detokenizes_over_ipc(
         assert isinstance(reply, TextOutputs)
         assert [(d.rid, d.text) for d in reply.deltas] == [("r1", "Hi 😀 there")]
         assert reply.deltas[0].token_ids == ids and reply.deltas[0].finish_reason == FinishReason("length")
+        assert not other_inbox.poll(0), "the output went to the worker that does not own r1"
     finally:
         proc.terminate()
         proc.join(_EXIT_TIMEOUT_S)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 HEAVY = ("torch", "transformers", "xgrammar")
 PROBE = (
     "import json, sys\n"
-    "import engine.launch_server, engine.server.http_server, engine.detokenizer.process\n"
+    "import engine.launch_server, engine.server.tokenizer_worker, engine.detokenizer.process\n"
     "from engine.text.tokenizer_files import load_tokenizer\n"
     "tokenizer = load_tokenizer(sys.argv[1])\n"
     "tokenizer.encode(tokenizer.render_chat([{'role': 'user', 'content': 'hi'}], add_generation_prompt=True))\n"
