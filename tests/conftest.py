@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.support.background_mypy import MYPY_TEST, MypyRun
+
 # NOTE: Triton reads TRITON_INTERPRET once, when it is first imported, and any module may
 # import it first (xgrammar, transformers), so it is set here, before any test module loads.
 # Without a CUDA device no Triton kernel can run compiled anyway, so the interpreter is the
@@ -37,6 +39,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     marked = [item for item in items if any(item.get_closest_marker(m) for m in PROVISIONED_LAST)]
     last = {item.path.parent for item in marked}
     items.sort(key=lambda item: item.path.parent in last)
+
+
+MYPY_RUN = pytest.StashKey[MypyRun]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(item.nodeid == MYPY_TEST for item in session.items):
+        session.config.stash[MYPY_RUN] = MypyRun.start(Path(__file__).resolve().parents[1])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    run = session.config.stash.get(MYPY_RUN, None)
+    if run is not None:
+        run.stop()
+
+
+@pytest.fixture(scope="session")
+def mypy_run(request: pytest.FixtureRequest) -> MypyRun:
+    """The mypy run started at the end of collection (tests/support/background_mypy.py)."""
+    return request.config.stash[MYPY_RUN]
 
 
 @pytest.fixture(scope="session")
