@@ -16,6 +16,7 @@ from manager.deploy.options import RenderOptions
 from manager.deploy.pod_spec import engine_pod_spec
 
 CONTAINER_NAME = "kserve-container"
+PORT_NAME = "http1"
 DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 
 
@@ -39,7 +40,7 @@ class InferenceService(K8sModel):
 
 
 def inference_service(pod: EnginePod, options: RenderOptions) -> InferenceService:
-    spec = engine_pod_spec(pod, options, CONTAINER_NAME)
+    spec = engine_pod_spec(pod, options, CONTAINER_NAME, PORT_NAME)
     return InferenceService(
         metadata=ObjectMeta(
             name=pod.name, namespace=options.namespace, labels=pod.labels(),

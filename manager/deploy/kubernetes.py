@@ -14,10 +14,11 @@ from manager.deploy.k8s_objects import (
     ServiceSpec,
 )
 from manager.deploy.options import RenderOptions
-from manager.deploy.pod_spec import PORT_NAME, engine_pod_spec
+from manager.deploy.pod_spec import engine_pod_spec
 from manager.runtimes.base import CONTAINER_PORT
 
 CONTAINER_NAME = "engine"
+PORT_NAME = "http"
 
 
 def engine_deployment(pod: EnginePod, options: RenderOptions) -> Deployment:
@@ -28,7 +29,7 @@ def engine_deployment(pod: EnginePod, options: RenderOptions) -> Deployment:
             selector=LabelSelector(match_labels=pod.selector()),
             template=PodTemplateSpec(
                 metadata=ObjectMeta(labels=pod.labels(), annotations=pod.annotations()),
-                spec=engine_pod_spec(pod, options, CONTAINER_NAME),
+                spec=engine_pod_spec(pod, options, CONTAINER_NAME, PORT_NAME),
             ),
         ),
     )

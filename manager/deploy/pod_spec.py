@@ -24,7 +24,6 @@ from manager.models.store import MODELS_DIR_ENV
 from manager.runtimes.base import CONTAINER_MODEL_DIR, CONTAINER_PORT, HEALTH_PATH
 
 GPU_RESOURCE = "nvidia.com/gpu"
-PORT_NAME = "http"
 MODELS_VOLUME = "models"
 MODELS_MOUNT = "/models"  # the model store's root in the init container
 SHM_VOLUME = "dshm"
@@ -38,24 +37,27 @@ LIVENESS = (10, 6)
 PROBE_TIMEOUT_S = 5
 
 
-def engine_pod_spec(pod: EnginePod, options: RenderOptions, container_name: str) -> PodSpec:
-    """`container_name`: KServe wants its predictor's container called `kserve-container`."""
+def engine_pod_spec(
+    pod: EnginePod, options: RenderOptions, container_name: str, port_name: str
+) -> PodSpec:
+    """`container_name`, `port_name`: KServe wants `kserve-container`, and a port name Knative
+    accepts (`http1`); a Deployment's Service targets the port by name."""
     pull = options.model_source is ModelSource.PULL
     return PodSpec(
         init_containers=[_pull_container(pod, options)] if pull else None,
-        containers=[_engine_container(pod, container_name)],
+        containers=[_engine_container(pod, container_name, port_name)],
         volumes=[_models_volume(options), _shm_volume(pod)],
     )
 
 
-def _engine_container(pod: EnginePod, name: str) -> Container:
+def _engine_container(pod: EnginePod, name: str, port_name: str) -> Container:
     return Container(
         name=name,
         image=pod.image,
         command=list(pod.command) or None,
         args=list(pod.args),
         env=[EnvVar(name=key, value=value) for key, value in pod.env] or None,
-        ports=[ContainerPort(name=PORT_NAME, container_port=CONTAINER_PORT)],
+        ports=[ContainerPort(name=port_name, container_port=CONTAINER_PORT)],
         resources=(
             ResourceRequirements(limits={GPU_RESOURCE: str(pod.gpus)}) if pod.gpus else None
         ),
@@ -104,6 +106,6 @@ def _shm_volume(pod: EnginePod) -> Volume:
 
 def _probe(period_s: int, failures: int) -> Probe:
     return Probe(
-        http_get=HTTPGetAction(path=HEALTH_PATH, port=PORT_NAME),
+        http_get=HTTPGetAction(path=HEALTH_PATH, port=CONTAINER_PORT),
         period_seconds=period_s, timeout_seconds=PROBE_TIMEOUT_S, failure_threshold=failures,
     )

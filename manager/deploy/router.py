@@ -32,8 +32,8 @@ from manager.deploy.k8s_objects import (
     Volume,
     VolumeMount,
 )
+from manager.deploy.kubernetes import PORT_NAME
 from manager.deploy.options import RenderOptions
-from manager.deploy.pod_spec import PORT_NAME
 from router.admin import BackendIn
 from router.backend import BackendKind
 from router.static_backends import BackendsFile

@@ -1,0 +1,62 @@
+"""The rendered manifests validate against Kubernetes' OpenAPI schemas (kubernetes-validate,
+which ships them: no cluster, no network), strictly: an unknown field fails.
+
+KServe's InferenceService has no schema there, and its CRD's schema is megabytes (a PodSpec
+inlined), so it is not vendored: its predictor is a PodSpec with KServe's replica bounds,
+so that pod spec is validated as a Pod's, and the rest of its shape is in the golden files.
+"""
+
+from __future__ import annotations
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.manager.deploy.conftest import ENGINES_FILE, RenderCli
+
+# NOTE: an old-enough release that the clusters people run accept what validates here.
+KUBERNETES_VERSION = "1.29"
+KSERVE_ONLY = ("minReplicas", "maxReplicas")
+
+
+def rendered(render_cli: RenderCli, *args: str) -> list[dict[str, object]]:
+    result = render_cli("-f", str(ENGINES_FILE), *args)
+    assert result.exit_code == 0, result.output
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc is not None]
+
+
+@pytest.mark.parametrize("source", ["pull", "pvc"])
+def test_kubernetes_target_validates(render_cli: RenderCli, source: str) -> None:
+    documents = rendered(render_cli, "--target", "kubernetes", "--model-source", source)
+    kinds = [doc["kind"] for doc in documents]
+    assert kinds == ["Deployment", "Service"] * 3 + ["ConfigMap", "Deployment", "Service"]
+    for doc in documents:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_kserve_predictor_validates_as_a_pod(render_cli: RenderCli) -> None:
+    documents = rendered(render_cli, "--target", "kserve")
+    services = [doc for doc in documents if doc["kind"] == "InferenceService"]
+    assert len(services) == 3
+    for doc in services:
+        assert doc["apiVersion"] == "serving.kserve.io/v1beta1"
+        spec = doc["spec"]
+        assert isinstance(spec, dict) and list(spec) == ["predictor"]
+        predictor = dict(spec["predictor"])
+        assert predictor["minReplicas"] == predictor["maxReplicas"] == 1
+        assert [c["name"] for c in predictor["containers"]] == ["kserve-container"]
+        pod_spec = {k: v for k, v in predictor.items() if k not in KSERVE_ONLY}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": doc["metadata"], "spec": pod_spec}
+        kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
+    for doc in documents:
+        if doc["kind"] != "InferenceService":
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_a_schema_violation_is_caught(render_cli: RenderCli) -> None:
+    """The check has teeth: a port as a word fails it."""
+    deployment = rendered(render_cli)[0]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
+    container["ports"][0]["containerPort"] = "thirty-thousand"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
