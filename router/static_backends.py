@@ -43,5 +43,6 @@ def load_static_backends(path: Path) -> list[Backend]:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise SystemExit(f"error: --backends {path}: {where}: {first['msg']}") from exc
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise SystemExit(f"error: --backends {path}: {where}: {message}") from exc
     return [dataclasses.replace(entry.backend(), pinned=True) for entry in parsed.backends]
