@@ -76,6 +76,10 @@ class VolumeMount(K8sModel):
 class Container(K8sModel):
     name: str
     image: str
+    # NOTE: gomgr's images are local tags (`gomgr-engine:latest`) that a kind or minikube
+    # cluster is loaded with; `Always`, the default for `:latest`, would look for them in a
+    # registry. Pin a tag to roll out a new image.
+    image_pull_policy: Literal["IfNotPresent"] = "IfNotPresent"
     command: list[str] | None = None
     args: list[str] | None = None
     env: list[EnvVar] | None = None
