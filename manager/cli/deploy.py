@@ -52,6 +52,10 @@ def render_command(
                                  "pulls from (default: the manifest's, gomgr-engine:latest).")
     ] = None,
     router_port: Annotated[int, typer.Option(help="The router Service's port.")] = 8000,
+    router_api_key_secret: Annotated[
+        str | None, typer.Option(help="A Secret whose key `api-key` the router's clients must "
+                                 "send (default: no key).")
+    ] = None,
 ) -> None:
     """Write the manifests for the engines FILE lists, from the same model manifests as
     `gomgr apply`. Exit 2: a bad option, file or engine, or kubectl missing or failing."""
@@ -72,7 +76,7 @@ def render_command(
         options = RenderOptions(
             target=Target(target), namespace=namespace, model_source=ModelSource(model_source),
             models_pvc=models_pvc, gomgr_image=gomgr_image, engine_image=engine_image,
-            router_port=router_port,
+            router_port=router_port, router_api_key_secret=router_api_key_secret,
         )
         files = render(load_desired_state(file), options)
         if output is None and kubectl is None:

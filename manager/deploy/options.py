@@ -29,3 +29,6 @@ class RenderOptions:
     # the image a cluster pulls instead, e.g. registry.example.com/gomgr-engine:0.1.
     engine_image: str | None = None
     router_port: int = 8000
+    # NOTE: a Secret whose `api-key` the router's clients must send; None: no key (the router
+    # Service is cluster-internal unless you expose it).
+    router_api_key_secret: str | None = None

@@ -20,12 +20,15 @@ from manager.deploy.k8s_objects import (
     Deployment,
     DeploymentSpec,
     EmptyDirVolumeSource,
+    EnvVar,
+    EnvVarSource,
     HTTPGetAction,
     LabelSelector,
     ObjectMeta,
     PodSpec,
     PodTemplateSpec,
     Probe,
+    SecretKeySelector,
     Service,
     ServicePort,
     ServiceSpec,
@@ -44,6 +47,7 @@ CONFIG_DIR = "/etc/gomgr"
 # NOTE: the router makes its admin token here on start; nothing else needs it in a cluster.
 TOKEN_DIR = "/var/run/gomgr"
 BACKENDS_HASH = "gomgr.dev/backends-sha256"  # a changed file rolls the router's pod
+API_KEY_ENV = "GOMGR_ROUTER_API_KEY"
 
 
 def router_objects(
@@ -107,17 +111,25 @@ def _pod_spec(options: RenderOptions) -> PodSpec:
         http_get=HTTPGetAction(path="/health", port=PORT_NAME),
         period_seconds=10, timeout_seconds=5, failure_threshold=3,
     )
+    command = [
+        "python", "-m", "router", "--host", "0.0.0.0", "--port", str(options.router_port),
+        "--backends", f"{CONFIG_DIR}/{BACKENDS_KEY}",
+        "--admin-token-file", f"{TOKEN_DIR}/router.token",
+    ]
+    env = None
+    if options.router_api_key_secret is not None:
+        # NOTE: Kubernetes expands $(VAR) in a command from the container's environment, so
+        # the key stays in its Secret, out of the rendered files.
+        command += ["--api-key", f"$({API_KEY_ENV})"]
+        key = SecretKeySelector(name=options.router_api_key_secret, key="api-key")
+        env = [EnvVar(name=API_KEY_ENV, value_from=EnvVarSource(secret_key_ref=key))]
     return PodSpec(
         containers=[
             Container(
                 name="router",
                 image=options.gomgr_image,
-                command=[
-                    "python", "-m", "router", "--host", "0.0.0.0",
-                    "--port", str(options.router_port),
-                    "--backends", f"{CONFIG_DIR}/{BACKENDS_KEY}",
-                    "--admin-token-file", f"{TOKEN_DIR}/router.token",
-                ],
+                command=command,
+                env=env,
                 ports=[ContainerPort(name=PORT_NAME, container_port=options.router_port)],
                 volume_mounts=[
                     VolumeMount(name="backends", mount_path=CONFIG_DIR, read_only=True),

@@ -75,3 +75,12 @@ def test_apply_without_kubectl_is_one_line(
     assert one_error_line(result.stderr).startswith("error: kubectl is not on PATH")
     assert result.stdout == ""
     assert not out.exists()
+
+
+def test_gpus_that_disagree_with_the_manifests_tp_size(render_cli: RenderCli, tmp_path: Path) -> None:
+    overrides = tmp_path / "config" / "manifests"
+    overrides.mkdir(parents=True)
+    (overrides / "tp4.yaml").write_text('repo: "org/*"\nengine_args: ["--tp-size", "4"]\n')
+    result = render_cli("-f", str(write(tmp_path, "engines:\n  - repo: org/model\n    gpus: 2\n")))
+    assert result.exit_code == 2
+    assert "gpus: 2, but its manifest sets --tp-size 4" in one_error_line(result.stderr)

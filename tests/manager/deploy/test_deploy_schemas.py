@@ -60,3 +60,27 @@ def test_a_schema_violation_is_caught(render_cli: RenderCli) -> None:
     container["ports"][0]["containerPort"] = "thirty-thousand"
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+
+
+def test_image_and_router_key_options(render_cli: RenderCli) -> None:
+    """--engine-image replaces gomgr's engine image only; the router's key stays in its Secret."""
+    documents = rendered(
+        render_cli, "--engine-image", "registry.example/gomgr-engine:0.1",
+        "--router-api-key-secret", "router-key",
+    )
+    for doc in documents:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+    deployments = {d["metadata"]["name"]: d for d in documents if d["kind"] == "Deployment"}  # type: ignore[index]
+    images = {
+        name: d["spec"]["template"]["spec"]["containers"][0]["image"]  # type: ignore[index]
+        for name, d in deployments.items()
+    }
+    assert images == {
+        "gomgr-smollm2": "registry.example/gomgr-engine:0.1",
+        "gomgr-qwen-qwen2-5-7b-instruct": "registry.example/gomgr-engine:0.1",
+        "gomgr-llama-8b": "vllm/vllm-openai:latest",
+        "gomgr-router": "gomgr:latest",
+    }
+    router = deployments["gomgr-router"]["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
+    assert router["command"][-2:] == ["--api-key", "$(GOMGR_ROUTER_API_KEY)"]
+    assert router["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "router-key", "key": "api-key"}
