@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from manager.deploy.engine_pods import EnginePod
-from manager.deploy.k8s_objects import Container, K8sModel, ObjectMeta, Volume
+from manager.deploy.k8s_objects import K8sModel, ObjectMeta, PodSpec
 from manager.deploy.options import RenderOptions
 from manager.deploy.pod_spec import engine_pod_spec
 
@@ -20,12 +20,11 @@ PORT_NAME = "http1"
 DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 
 
-class PredictorSpec(K8sModel):
+class PredictorSpec(PodSpec):
+    """KServe inlines a PodSpec in its predictor, beside the replica bounds."""
+
     min_replicas: int
     max_replicas: int
-    init_containers: list[Container] | None = None
-    containers: list[Container]
-    volumes: list[Volume] | None = None
 
 
 class InferenceServiceSpec(K8sModel):
@@ -48,9 +47,7 @@ def inference_service(pod: EnginePod, options: RenderOptions) -> InferenceServic
         ),
         spec=InferenceServiceSpec(
             predictor=PredictorSpec(
-                min_replicas=pod.replicas, max_replicas=pod.replicas,
-                init_containers=spec.init_containers, containers=spec.containers,
-                volumes=spec.volumes,
+                **dict(spec), min_replicas=pod.replicas, max_replicas=pod.replicas
             )
         ),
     )
