@@ -24,4 +24,7 @@ def kubectl_apply(kubectl: str, directory: Path) -> None:
     """`kubectl apply -f DIR`, its output passed through; DeployError where it fails."""
     done = subprocess.run([kubectl, "apply", "-f", str(directory)], check=False)
     if done.returncode != 0:
-        raise DeployError(f"kubectl apply -f {directory} failed (exit {done.returncode})")
+        # NOTE: no path: without -o the files were in a temporary directory, gone by now.
+        raise DeployError(
+            f"kubectl apply failed (exit {done.returncode}); its own message is above"
+        )
