@@ -25,7 +25,8 @@ def render_command(
         Path, typer.Option("-f", "--file", help="The desired-state file, as for `gomgr apply`.")
     ] = Path("engines.yaml"),
     target: Annotated[
-        str, typer.Option(help="kubernetes: a Deployment and Service per engine; kserve: an "
+        str, typer.Option(metavar="kubernetes|kserve",
+                          help="kubernetes: a Deployment and Service per engine; kserve: an "
                           "InferenceService per engine. The router comes with either.")
     ] = "kubernetes",
     output: Annotated[
@@ -38,7 +39,8 @@ def render_command(
         str | None, typer.Option("-n", "--namespace", help="Default: kubectl's current one.")
     ] = None,
     model_source: Annotated[
-        str, typer.Option(help="pull: an init container runs `gomgr models pull` into the pod "
+        str, typer.Option(metavar="pull|pvc",
+                          help="pull: an init container runs `gomgr models pull` into the pod "
                           "(default); pvc: an existing claim holding a gomgr model store.")
     ] = "pull",
     models_pvc: Annotated[
