@@ -23,13 +23,17 @@ def parse_args(argv: list[str] | None = None) -> tuple[RouterConfig, str]:
         "--loading-progress", action="store_true",
         help="streamed chats waiting for their model to load get progress as reasoning_content",
     )
+    parser.add_argument(
+        "--backends", type=Path, default=None,
+        help="a YAML file of backends to register at start-up and keep while unreachable",
+    )
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     config = RouterConfig(
         host=args.host, port=args.port, ollama_port=args.ollama_port, admin_token_file=args.admin_token_file,
         api_keys=tuple(args.api_key), cors_origins=tuple(args.cors_origin),
         max_body_bytes=args.max_body_bytes, health_interval_s=args.health_interval,
-        loading_progress=args.loading_progress,
+        loading_progress=args.loading_progress, backends_file=args.backends,
     )
     return config, args.log_level
 

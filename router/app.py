@@ -33,6 +33,7 @@ from router.ollama_routes import OllamaRoutes
 from router.on_demand import OnDemand
 from router.proxy import Proxy
 from router.registry import Registry
+from router.static_backends import load_static_backends
 from router.upstream import UpstreamPool
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,8 @@ def create_app(
         raise ValueError("a loader needs the Registry it registers its engines in")
     token = load_or_create_token(config.token_path())
     registry = registry if registry is not None else Registry()
+    # NOTE: read before serving, so a bad file is one line and nothing listens.
+    pinned = load_static_backends(config.backends_file) if config.backends_file else []
     metrics = RouterMetrics()
     pool = UpstreamPool(config.connect_timeout_s)
     monitor = HealthMonitor(registry, config.health_interval_s, config.health_timeout_s)
@@ -102,6 +105,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await monitor.start()
+        for backend in pinned:
+            registry.register(backend)
         if loader is not None:
             await loader.start()
         try:

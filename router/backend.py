@@ -35,6 +35,9 @@ class Backend:
     state: BackendState = BackendState.STARTING
     created: int = 0  # unix seconds of registration
     api_key: str | None = field(default=None, repr=False)  # sent upstream as Bearer; never shown
+    # NOTE: from `--backends FILE` (router/static_backends.py): a refused connection leaves it
+    # starting instead of removing it, since nobody would register it again.
+    pinned: bool = False
 
     def public(self) -> dict[str, Any]:
         """The backend as the admin API shows it: everything but its key."""

@@ -32,6 +32,7 @@ class RouterConfig:
     # NOTE: streamed chats held while loading get `reasoning_content` progress chunks instead
     # of the comments, which chat UIs that show reasoning display (llama-swap's sendLoadingState).
     loading_progress: bool = False
+    backends_file: Path | None = None  # backends registered at start-up and kept (pinned)
 
     def token_path(self) -> Path:
         if self.admin_token_file is not None:

@@ -110,6 +110,9 @@ class HealthMonitor:
         try:
             state = await probe(self.client, backend)
         except Unreachable as exc:
+            if backend.pinned:
+                self._registry.set_state(backend_id, BackendState.STARTING, f"unreachable: {exc}")
+                return
             logger.warning("backend %s at %s is unreachable (%s); removing it", backend.id, backend.base_url, exc)
             self._registry.set_state(backend_id, BackendState.DEAD, f"unreachable: {exc}")
             return

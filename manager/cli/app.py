@@ -9,6 +9,7 @@ import typer
 
 from manager.cli import engines
 from manager.cli.apply import apply
+from manager.cli.deploy import deploy_app
 from manager.cli.models import models_app
 from manager.cli.router import router_app
 from manager.cli.serve import serve
@@ -32,6 +33,7 @@ app.add_typer(models_app, name="models")
 app.add_typer(router_app, name="router")
 app.add_typer(manifests_app, name="manifests")
 app.add_typer(image_app, name="image")
+app.add_typer(deploy_app, name="deploy")
 
 
 @app.callback()

@@ -8,6 +8,7 @@
         port: 31000                # default: a free one
         variant: smollm2           # a manifest name layered over the matched one
         idle_unload_after: 10m     # stop it after this long without a request (--watch)
+        gpus: 2                    # the GPUs its pod gets (`gomgr deploy render`; 0: CPU)
 
 Pydantic lives only here, at the edge; the lifecycle works on the frozen `DesiredEngine`.
 """
@@ -79,6 +80,7 @@ class EngineEntry(BaseModel):
     port: Annotated[int, Field(gt=0, lt=65536)] | None = None
     variant: Name | None = None
     idle_unload_after: Duration | None = None
+    gpus: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
     def _one_model(self) -> EngineEntry:
@@ -103,6 +105,9 @@ class DesiredEngine:
     port: int | None
     variant: str | None
     idle_unload_after_s: float | None
+    # NOTE: read by `gomgr deploy render` only (a pod's `nvidia.com/gpu`; None: the tensor
+    # parallel size, at least 1); a local start places engines on the GPUs NVML sees.
+    gpus: int | None = None
 
     @property
     def spec_hash(self) -> str:
@@ -172,6 +177,7 @@ def _desired(entry: EngineEntry, base: Path) -> DesiredEngine:
         port=entry.port,
         variant=entry.variant,
         idle_unload_after_s=entry.idle_unload_after,
+        gpus=entry.gpus,
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import httpx
 
 from manager.lifecycle.errors import EngineFailed, StartCancelled
-from manager.runtimes.base import EngineHandle, Runtime
+from manager.runtimes.base import HEALTH_PATH, EngineHandle, Runtime
 
 # NOTE: a cold start on demand waits on this loop, so every poll interval is latency a chat
 # user sees (issue #23's overhead target is 0.5 s in all, issue #30's 0.5 s over the engine's
@@ -30,7 +30,7 @@ def wait_until_healthy(
 ) -> None:
     """Return once /health answers 200; EngineFailed if the engine exits or times out,
     StartCancelled as soon as `cancelled()` is true."""
-    url = f"{handle.spec.base_url}/health"
+    url = f"{handle.spec.base_url}{HEALTH_PATH}"
     deadline = time.monotonic() + timeout_s
     alive_checked = 0.0
     with httpx.Client(timeout=5, verify=False) as client:

@@ -56,9 +56,7 @@ def plan_start(
     pins ("0,1"); `variant`: a manifest name layered over the matched one; `kv_tokens`: the
     KV pool the engine may hold (its share where several run), None: the engine's default.
     `model_path`: a model directory or a GGUF file (manager/models/model_path.py)."""
-    effective = _manifest(repo_or_dir, traits_of(model_path), variant)
-    if served_name is not None:
-        effective = dataclasses.replace(effective, served_name=served_name)
+    effective = effective_manifest(repo_or_dir, traits_of(model_path), variant, served_name)
     runtime, reason, granted = _ready(
         repo_or_dir, model_path, requested_runtime, port, effective.context_length, gpus,
         container_only=_container_only(effective),
@@ -66,7 +64,7 @@ def plan_start(
     share = _kv_share(effective, kv_tokens)
     if runtime == "docker":
         in_container = path_inside(model_path, CONTAINER_MODEL_DIR)
-        plan = _container_plan(effective, reason, granted is not None, gpu_pins(gpus), in_container)
+        plan = container_plan(effective, reason, granted is not None, gpu_pins(gpus), in_container)
         if effective.engine == "vllm":
             share = vllm_memory_flags(effective.engine_args, granted or ())
         return dataclasses.replace(plan, engine_args=(*plan.engine_args, *share))
@@ -95,18 +93,24 @@ def check_before_download(
     manifest is matched by repo only (for its context length); plan_start checks again with
     the downloaded files, the exact numbers.
     """
-    effective = _manifest(repo, hub_traits(repo), variant)
+    effective = effective_manifest(repo, hub_traits(repo), variant, None)
     _ready(
         repo, None, requested_runtime, port, effective.context_length, gpus,
         container_only=_container_only(effective),
     )
 
 
-def _manifest(repo_or_dir: str, traits: ModelTraits, variant: str | None) -> EffectiveManifest:
+def effective_manifest(
+    repo_or_dir: str, traits: ModelTraits, variant: str | None, served_name: str | None
+) -> EffectiveManifest:
+    """The manifest a start of `repo_or_dir` runs, under `served_name` where one is given."""
     try:
-        return resolve_manifest(repo_or_dir, traits, variant=variant)
+        effective = resolve_manifest(repo_or_dir, traits, variant=variant)
     except ManifestError as exc:
         raise StartBlocked(f"manifest: {exc.message}") from exc
+    if served_name is None:
+        return effective
+    return dataclasses.replace(effective, served_name=served_name)
 
 
 def _ready(
@@ -146,9 +150,11 @@ def _ready(
     return runtime, reason, tuple(gpu for gpu in report.gpus if not pins or gpu.index in pins)
 
 
-def _container_plan(
+def container_plan(
     effective: EffectiveManifest, reason: str, gpus: bool, pins: tuple[int, ...], model_path: str
 ) -> StartPlan:
+    """How a container runs `effective` with the model at `model_path` inside it: the docker
+    runtime's plan, and the pods `gomgr deploy render` writes (manager/deploy/)."""
     container = ContainerSpec(
         image=effective.image, shm_size=effective.shm_size, gpus=gpus,
         gpu_ids=tuple(str(i) for i in pins), entrypoint=CONTAINER_ENTRYPOINTS.get(effective.engine, ()),

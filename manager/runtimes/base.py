@@ -14,6 +14,15 @@ ENGINE_HOST = "127.0.0.1"
 # NOTE: where a container sees the model directory; here, not in runtimes/docker.py, so planning
 # a start does not import the docker SDK (issue 30: a tenth of the supervisor's boot).
 CONTAINER_MODEL_DIR = "/model"
+# NOTE: the port an engine listens on inside a container (a docker container or a Kubernetes
+# pod) and the path every engine kind answers 200 on once it serves.
+CONTAINER_PORT = 30000
+HEALTH_PATH = "/health"
+
+
+def container_command(engine_args: tuple[str, ...]) -> list[str]:
+    """The engine's command line in a container: its flags, then the runtime's host and port."""
+    return [*engine_args, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
 
 
 @dataclass(frozen=True)

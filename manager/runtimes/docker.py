@@ -26,12 +26,14 @@ from manager.images.presence import ensure_image
 from manager.models.model_path import is_gguf_file, mount_dir
 from manager.runtimes.base import (
     CONTAINER_MODEL_DIR,
+    CONTAINER_PORT,
     ContainerSpec,
     EngineExit,
     EngineHandle,
     EngineSpec,
     Runtime,
     RuntimeStartError,
+    container_command,
 )
 from manager.runtimes.container_errors import start_refusal
 from manager.runtimes.docker_host import daemon_socket_missing, docker_host
@@ -39,7 +41,6 @@ from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
 
-CONTAINER_PORT = 30000
 LABEL_ENGINE_ID = "gomgr.engine-id"
 LABEL_MODEL = "gomgr.model"
 LABEL_SERVED_NAME = "gomgr.served-name"
@@ -94,7 +95,7 @@ class DockerRuntime(Runtime):
         """The arguments of `containers.create`: the whole run spec in one place."""
         container = spec.container
         assert container is not None
-        command = [*spec.engine_args, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
+        command = container_command(spec.engine_args)
         kwargs: dict[str, object] = {
             "image": container.image,
             "command": command,

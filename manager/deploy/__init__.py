@@ -1,0 +1,1 @@
+"""`gomgr deploy render`: the desired-state file's engines as Kubernetes or KServe manifests."""
