@@ -23,7 +23,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.kernels.cpu import load_cpu_kernels
-from engine.kernels.cpu.quantized import Isa, PackedFormat, isa_from_env, kernel_name, pack_groups, quantized_linear
+from engine.kernels.cpu.quantized import (
+    Isa,
+    PackedFormat,
+    isa_from_env,
+    kernel_name,
+    pack_groups,
+    quantized_linear,
+)
 from engine.kernels.triton import triton_available
 from engine.layers.int4_weight import Int4Weight, concat_outputs
 

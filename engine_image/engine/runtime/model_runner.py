@@ -28,7 +28,12 @@ from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_size
 from engine.runtime.host_malloc import keep_freed_memory, return_freed_memory
 from engine.runtime.kv_pool_size import kv_pool_tokens
 from engine.runtime.meta_model import allocate_on
-from engine.runtime.weights_info import WeightsInfo, int4_kernel_paths, packed_kernel_paths, quantized_kernel_paths
+from engine.runtime.weights_info import (
+    WeightsInfo,
+    int4_kernel_paths,
+    packed_kernel_paths,
+    quantized_kernel_paths,
+)
 
 if TYPE_CHECKING:
     from engine.models.llama import LlamaFamilyForCausalLM

@@ -20,18 +20,31 @@ dequantized weights.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, PreTrainedModel, Qwen2Config
+from transformers import (
+    AutoModelForCausalLM,
+    LlamaConfig,
+    PretrainedConfig,
+    PreTrainedModel,
+    Qwen2Config,
+)
 
-import engine.layers.int4_linear as int4_linear
 from engine.engine import Engine
+from engine.layers import int4_linear
 from engine.layers.int4_linear import TORCH_PATH
-from tests.engine.models.conftest import TINY_PROMPTS, TINY_SHAPE, Reference, build_checkpoint, hf_greedy
+from tests.engine.models.conftest import (
+    TINY_PROMPTS,
+    TINY_SHAPE,
+    Reference,
+    build_checkpoint,
+    hf_greedy,
+)
+from tests.support.engine_process import engine_server
 from tests.support.int4_checkpoints import Int4Variant, write_int4_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -89,17 +102,30 @@ def bases(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) -> dict
     return paths
 
 
+@pytest.fixture(scope="module")
+def cases(
+    tmp_path_factory: pytest.TempPathFactory, bases: dict[type[PretrainedConfig], Path]
+) -> Callable[[str], Case]:
+    """Builds a case of CASES once per module (the server test shares the AWQ one)."""
+    built: dict[str, Case] = {}
+
+    def get(name: str) -> Case:
+        if name not in built:
+            config_cls, variant = CASES[name]
+            root = tmp_path_factory.mktemp(name)
+            checkpoint, dequantized = root / "int4", root / "dequantized"
+            write_int4_checkpoint(bases[config_cls], checkpoint, dequantized, variant)
+            model = AutoModelForCausalLM.from_pretrained(str(dequantized), dtype=torch.float64).eval()
+            refs = [hf_greedy(model, prompt, MAX_NEW) for prompt in TINY_PROMPTS]
+            built[name] = Case(checkpoint, refs, [_margins(model, p, r) for p, r in zip(TINY_PROMPTS, refs, strict=True)])
+        return built[name]
+
+    return get
+
+
 @pytest.fixture(scope="module", params=list(CASES))
-def case(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, bases: dict[type[PretrainedConfig], Path]
-) -> Case:
-    config_cls, variant = CASES[request.param]
-    root = tmp_path_factory.mktemp(request.param)
-    checkpoint, dequantized = root / "int4", root / "dequantized"
-    write_int4_checkpoint(bases[config_cls], checkpoint, dequantized, variant)
-    model = AutoModelForCausalLM.from_pretrained(str(dequantized), dtype=torch.float64).eval()
-    refs = [hf_greedy(model, prompt, MAX_NEW) for prompt in TINY_PROMPTS]
-    return Case(checkpoint, refs, [_margins(model, p, r) for p, r in zip(TINY_PROMPTS, refs, strict=True)])
+def case(request: pytest.FixtureRequest, cases: Callable[[str], Case]) -> Case:
+    return cases(request.param)
 
 
 @pytest.fixture(params=list(TOLERANCE))
@@ -125,3 +151,17 @@ def test_logits_equal_the_dequantized_model_in_float64(case: Case, path: str) ->
         assert ours[:agreed] == pytest.approx(ref.logprobs[:agreed], abs=tolerance)
         for lp, token, _ in meta["output_top_logprobs"][0]:
             assert lp == pytest.approx(ref.first_logprobs[token].item(), abs=tolerance)
+
+
+def test_the_server_serves_an_awq_checkpoint(cases: Callable[[str], Case], tmp_path: Path) -> None:
+    """End to end through the HTTP server: /server_info names the format and the kernel path."""
+    case = cases("llama-awq-g128")
+    args = ("--device", "cpu", "--max-total-tokens", "1024")
+    with engine_server(case.checkpoint, tmp_path, *args) as server, server.client() as client:
+        info = client.get("/server_info").json()
+        reply = client.post("/generate", json={"input_ids": TINY_PROMPTS[1], "sampling_params": GREEDY})
+    assert info["weights_format"] == "awq" and info["weights_quant_types"] == ["int4 g128 asym"]
+    assert "int4 repacked" in info["weights_kernel"] or info["weights_kernel"] == TORCH_PATH, info
+    assert reply.status_code == 200, reply.text
+    output = reply.json()["output_ids"]
+    _agreed_steps(output, case.refs[1].output_ids, case.margins[1])
