@@ -41,6 +41,8 @@ class Int4Variant:
     group_size: int = 128  # -1: one group per row
     desc_act: bool = False
     sym: bool = False
+    # NOTE: AutoGPTQ's checkpoints carry a zero bias on every projection, biased or not.
+    zero_biases: bool = False
 
     @property
     def name(self) -> str:
@@ -138,6 +140,8 @@ def write_int4_checkpoint(source: Path, out: Path, dequantized: Path, variant: I
         if name.endswith(".weight") and module.rpartition(".")[2] in PROJECTIONS:
             leaves, dequantized_tensors[name] = quantize_projection(tensor, variant, seed + zlib.crc32(_input_of(module).encode()))
             quantized_tensors |= {f"{module}.{leaf}": t for leaf, t in leaves.items()}
+            if variant.zero_biases and f"{module}.bias" not in float_tensors:
+                quantized_tensors[f"{module}.bias"] = torch.zeros(tensor.shape[0], dtype=torch.float16)
         else:
             quantized_tensors[name] = tensor
             dequantized_tensors[name] = tensor

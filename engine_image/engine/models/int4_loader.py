@@ -93,8 +93,12 @@ def _linear(
             f"[{current.out_features}, {current.in_features}]"
         )
     bias_names = [f"{name}.bias" for name in names]
-    if (current.bias is not None) != all(name in biases for name in bias_names):
+    given = [biases.pop(name) for name in bias_names if name in biases]
+    if current.bias is None and given and all(not bool(b.any()) for b in given):
+        # NOTE: AutoGPTQ wrote a zero bias for every projection, biased in the model or not.
+        given = []
+    if len(given) != (len(names) if current.bias is not None else 0):
         expected = "biases" if current.bias is not None else "no biases"
         raise UnsupportedModelError(f"the model expects {expected} on {', '.join(names)}")
-    bias = torch.cat([biases.pop(name) for name in bias_names]) if current.bias is not None else None
+    bias = torch.cat(given) if given else None
     return Int4Linear(parts, bias, device=device, dtype=dtype)

@@ -62,7 +62,7 @@ CASES: dict[str, tuple[type[PretrainedConfig], Int4Variant]] = {
     "qwen2-awq-row": (Qwen2Config, Int4Variant("awq", -1)),
     "qwen2-gptq-g128-sym": (Qwen2Config, Int4Variant("gptq", 128, desc_act=False, sym=True)),
     "qwen2-gptq-g128-act-asym": (Qwen2Config, Int4Variant("gptq", 128, desc_act=True, sym=False)),
-    "llama-gptq-row-act-sym": (LlamaConfig, Int4Variant("gptq", -1, desc_act=True, sym=True)),
+    "llama-gptq-row-act-sym": (LlamaConfig, Int4Variant("gptq", -1, desc_act=True, sym=True, zero_biases=True)),
     "llama-gptq-row-asym": (LlamaConfig, Int4Variant("gptq", -1, desc_act=False, sym=False)),
 }
 
