@@ -71,13 +71,9 @@ class Int4Linear(nn.Module):
         if device.type == "cpu" and self._pack_for_cpu(parts):
             on_device = None if bias is None else bias.detach().float()
         elif device.type == "cuda" and triton_available():
-            self._fused = concat_outputs(parts)
-            if self._fused is not None:
-                self._fused = Int4Weight(
-                    self._fused.method, *(t.to(device) for t in (
-                        self._fused.qweight, self._fused.qzeros, self._fused.scales, self._fused.g_idx
-                    ))
-                )
+            fused = concat_outputs(parts)
+            if fused is not None:
+                self._fused = fused.to(device)
                 self.kernel_path = TRITON_PATH
         if not self._panels and self._fused is None:
             weight = torch.cat([part.dequantize() for part in parts]).to(device=device, dtype=dtype)
@@ -90,9 +86,8 @@ class Int4Linear(nn.Module):
         kernels = load_cpu_kernels()
         if kernels is None:
             return False
-        orders = [part.input_order() for part in parts]
-        first = orders[0]
-        if any((o is None) != (first is None) or (o is not None and first is not None and not torch.equal(o, first)) for o in orders):
+        first = parts[0].input_order()
+        if any(not _same_order(part.input_order(), first) for part in parts[1:]):
             return False
         runs = [part.cpu_runs(first) for part in parts]
         if any(r is None for r in runs):
@@ -133,3 +128,10 @@ class Int4Linear(nn.Module):
         formats = [PackedFormat.NIBBLE32] * len(self._panels)
         out = quantized_linear(self._kernels, rows, self._panels, formats, self.part_out_features, self.bias, self._isa)
         return out.reshape(*x.shape[:-1], self.out_features).to(x.dtype)
+
+
+def _same_order(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    """Whether two input orders (None: as stored) are one: fused parts gather ``x`` once."""
+    if a is None or b is None:
+        return a is None and b is None
+    return torch.equal(a, b)

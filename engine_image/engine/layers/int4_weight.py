@@ -74,6 +74,11 @@ class Int4Weight:
             g_idx = torch.arange(in_features, dtype=torch.int32) // size
         return cls(method, qweight, tensors["qzeros"].to(torch.int32), tensors["scales"], g_idx.to(torch.int32))
 
+    def to(self, device: torch.device) -> Int4Weight:
+        """The same weight with its tensors on ``device``."""
+        moved = (t.to(device) for t in (self.qweight, self.qzeros, self.scales, self.g_idx))
+        return Int4Weight(self.method, *moved)
+
     @property
     def in_features(self) -> int:
         return int(self.qweight.shape[0] * (1 if self.method == "awq" else 8))
