@@ -1,7 +1,8 @@
 """What each engine kind serves, judged from a model's config.json before anything downloads.
 
 NOTE: the gomgr lists must equal the engine's own tables (`engine.config.architectures`,
-`engine.config.model_config`'s RoPE types; a test checks it); copied because manager/
+`engine.config.model_config`'s RoPE types, `engine.config.quantization`'s int4 variants; a
+test checks it); copied because manager/
 never imports the engine package. The upstream lists are what their docs name: vLLM and
 SGLang serve any architecture Transformers knows (vLLM through its Transformers backend),
 so only a quantization method or a config without architectures can rule them out.
@@ -22,6 +23,13 @@ GOMGR_ARCHITECTURES = frozenset({
     "XLMRobertaForSequenceClassification",
 })
 GOMGR_ROPE_TYPES = frozenset({"default", "linear", "llama3"})
+# NOTE: the engine's int4 tables (`engine.config.quantization`): AWQ in its GEMM layout and
+# GPTQ v1, 4 bits, these group sizes; every other variant of the two goes upstream.
+GOMGR_QUANTIZATIONS = frozenset({"awq", "gptq"})
+GOMGR_INT4_BITS = 4
+GOMGR_AWQ_VERSIONS = frozenset({"gemm"})
+GOMGR_GPTQ_FORMATS = frozenset({"gptq"})
+GOMGR_GROUP_SIZES = frozenset({-1, 32, 64, 128})
 # NOTE: `quantization_config.quant_method` values (GGUF files carry no config.json).
 _UPSTREAM_QUANTIZATIONS = frozenset({
     "awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "fp8", "fbgemm_fp8",
@@ -29,7 +37,7 @@ _UPSTREAM_QUANTIZATIONS = frozenset({
     "quark", "torchao", "moe_wna16",
 })
 QUANTIZATIONS: dict[str, frozenset[str]] = {
-    "gomgr": frozenset(),
+    "gomgr": GOMGR_QUANTIZATIONS,
     "vllm": _UPSTREAM_QUANTIZATIONS,
     "sglang": _UPSTREAM_QUANTIZATIONS,
 }
@@ -43,6 +51,9 @@ class ModelTraits:
     architecture: str | None = None
     quantization: str | None = None
     rope_type: str | None = None
+    # NOTE: what of an awq/gptq `quantization_config` gomgr's engine does not load (e.g.
+    # "awq version 'gemv'"); None where it loads it, or for other methods.
+    quantization_gap: str | None = None
 
     @classmethod
     def from_config(cls, config: object) -> ModelTraits:
@@ -66,6 +77,7 @@ class ModelTraits:
             architecture=architecture,
             quantization=str(method) if method is not None else None,
             rope_type=str(rope) if rope is not None else None,
+            quantization_gap=_int4_gap(quantization) if isinstance(quantization, dict) else None,
         )
 
     @classmethod
@@ -82,8 +94,30 @@ def unserved_by(engine: str, traits: ModelTraits) -> str | None:
         return f"quantization {traits.quantization!r}"
     if engine != "gomgr":
         return None
+    if traits.quantization_gap is not None:
+        return traits.quantization_gap
     if traits.architecture is not None and traits.architecture not in GOMGR_ARCHITECTURES:
         return f"architecture {traits.architecture!r}"
     if traits.rope_type is not None and traits.rope_type not in GOMGR_ROPE_TYPES:
         return f"RoPE type {traits.rope_type!r}"
     return None
+
+
+def _int4_gap(config: dict[str, object]) -> str | None:
+    """As the engine's `int4_config` refuses: the first thing of an awq/gptq config it does not load."""
+    method = str(config.get("quant_method", "")).lower()
+    if method not in GOMGR_QUANTIZATIONS:
+        return None
+    bits = config.get("bits", config.get("w_bit"))
+    if bits != GOMGR_INT4_BITS:
+        return f"{method} with bits {bits!r}"
+    group_size = config.get("group_size", config.get("q_group_size"))
+    if group_size not in GOMGR_GROUP_SIZES:
+        return f"{method} with group_size {group_size!r}"
+    if method == "awq":
+        version = str(config.get("version", "gemm")).lower()
+        if version not in GOMGR_AWQ_VERSIONS:
+            return f"awq version {version!r}"
+        return None if config.get("zero_point", True) is True else "awq without zero_point"
+    checkpoint_format = str(config.get("checkpoint_format", "gptq")).lower()
+    return None if checkpoint_format in GOMGR_GPTQ_FORMATS else f"gptq checkpoint_format {checkpoint_format!r}"

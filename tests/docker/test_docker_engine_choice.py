@@ -58,35 +58,35 @@ def recorder_image(docker_client: DockerClient) -> Iterator[str]:
     docker_client.images.remove(RECORDER_IMAGE, force=True)
 
 
-def awq_model(root: Path) -> Path:
+def fp8_model(root: Path) -> Path:
     root.mkdir(parents=True)
     config = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
-        "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128},
+        "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},
     }
     (root / "config.json").write_text(json.dumps(config))
-    save_file({"lm_head.qweight": torch.zeros(8, 4, dtype=torch.int32)}, root / "model.safetensors")
+    save_file({"lm_head.weight_scale": torch.ones(1)}, root / "model.safetensors")
     return root
 
 
-def test_start_picks_vllm_for_an_awq_model_and_says_why(
+def test_start_picks_vllm_for_an_fp8_model_and_says_why(
     docker_env: DockerEnv, recorder_image: str, tmp_path: Path
 ) -> None:
     overrides = Path(docker_env.vars["GOMGR_CONFIG_DIR"]) / "manifests"
     overrides.mkdir(parents=True, exist_ok=True)
     (overrides / "vllm-image.yaml").write_text(f"overrides: vllm-upstream\nimage: {recorder_image}\n")
-    model = awq_model(tmp_path / "Tiny-AWQ")
+    model = fp8_model(tmp_path / "Tiny-FP8")
     try:
         started = docker_env.start(str(model), "--timeout", "120")
-        assert "engine: vllm (gomgr's engine does not serve quantization 'awq')" in started["stderr"]
+        assert "engine: vllm (gomgr's engine does not serve quantization 'fp8')" in started["stderr"]
         assert f"runtime: docker (the engine runs only in a container; image {recorder_image}" in (
             started["stderr"]
         )
         [container] = docker_env.containers()
         recorded = [line for line in container.logs().decode().splitlines() if line.startswith("ARGS ")]
         args = json.loads(recorded[0].removeprefix("ARGS "))
-        assert args[:4] == ["--model", "/model", "--served-model-name", "Tiny-AWQ"]
+        assert args[:4] == ["--model", "/model", "--served-model-name", "Tiny-FP8"]
         assert "--trust-remote-code" in args and "--model-path" not in args
         assert args[-4:] == ["--host", "0.0.0.0", "--port", "30000"]
     finally:

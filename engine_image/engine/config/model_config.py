@@ -15,6 +15,7 @@ from engine.config.architectures import (
     REWARD_ARCHITECTURES,
     SUPPORTED_ARCHITECTURES,
 )
+from engine.config.quantization import Int4Config, int4_config
 from engine.core.errors import UnsupportedModelError
 
 
@@ -78,6 +79,7 @@ class ModelConfig:
     bos_token_id: int | None
     raw: dict[str, Any]
     moe: MoeConfig | None = None  # None: every layer has a dense MLP
+    quantization: Int4Config | None = None  # None: float weights
 
     @classmethod
     def from_dir(cls, model_path: str | Path) -> ModelConfig:
@@ -132,6 +134,7 @@ class ModelConfig:
             bos_token_id=raw.get("bos_token_id"),
             raw=raw,
             moe=_moe_config(raw, arch),
+            quantization=int4_config(raw.get("quantization_config")),
         )
 
 

@@ -20,6 +20,7 @@ from engine.layers.rotary import RotaryEmbedding
 from engine.memory import KVPool, ReqToTokenPool, TokenAllocator
 from engine.models.expert_distribution import ExpertDistributionRecorder
 from engine.models.gguf_loader import load_gguf_weights
+from engine.models.int4_loader import load_int4_weights
 from engine.models.moe import attach_expert_recorder
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
@@ -27,7 +28,12 @@ from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_size
 from engine.runtime.host_malloc import keep_freed_memory, return_freed_memory
 from engine.runtime.kv_pool_size import kv_pool_tokens
 from engine.runtime.meta_model import allocate_on
-from engine.runtime.weights_info import WeightsInfo, packed_kernel_paths, quantized_kernel_paths
+from engine.runtime.weights_info import (
+    WeightsInfo,
+    int4_kernel_paths,
+    packed_kernel_paths,
+    quantized_kernel_paths,
+)
 
 if TYPE_CHECKING:
     from engine.models.llama import LlamaFamilyForCausalLM
@@ -162,6 +168,12 @@ class ModelRunner:
             # NOTE: the quantized layers bring their own kernels: no packing.
             load_gguf_weights(model, weights, self.device, self.dtype)
             info = WeightsInfo("gguf", weights.quant_types, quantized_kernel_paths(model))
+        elif mc.quantization is not None:
+            # NOTE: the int4 projections bring their own kernels; the float head still packs.
+            load_int4_weights(model, iterate_weights(weights_path), mc.quantization, self.device, self.dtype)
+            if can_pack(self.device, self.dtype):
+                model.pack_for_cpu(self.linear_weight_dtype)
+            info = WeightsInfo(mc.quantization.method, (mc.quantization.describe(),), int4_kernel_paths(model))
         else:
             model.load_weights(iterate_weights(weights_path))
             if can_pack(self.device, self.dtype):

@@ -6,20 +6,23 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from engine.layers.int4_linear import Int4Linear
 from engine.layers.packed_linear import PackedLinear
 from engine.layers.quantized_linear import QuantizedLinear
 
 
 @dataclass(frozen=True)
 class WeightsInfo:
-    format: str  # safetensors | gguf
-    quant_types: tuple[str, ...]  # the GGUF file's types, the most common first; () for safetensors
+    format: str  # safetensors | gguf | awq | gptq
+    # NOTE: the GGUF file's types, the most common first; an int4 checkpoint's format (e.g.
+    # "int4 g128 asym"); () for float safetensors.
+    quant_types: tuple[str, ...]
     kernel: str  # the linear layers' kernel path(s); "" where torch multiplies
 
     def __str__(self) -> str:
-        if self.format != "gguf":
+        if not self.quant_types:
             return f"{self.format} weights" + (f", {self.kernel}" if self.kernel else "")
-        return f"gguf {'+'.join(self.quant_types)} weights, {self.kernel}"
+        return f"{self.format} {'+'.join(self.quant_types)} weights, {self.kernel}"
 
 
 def quantized_kernel_paths(model: nn.Module) -> str:
@@ -30,3 +33,8 @@ def quantized_kernel_paths(model: nn.Module) -> str:
 def packed_kernel_paths(model: nn.Module) -> str:
     """The kernel paths of ``model``'s packed CPU linear layers, e.g. "avx512-bf16"."""
     return ", ".join(sorted({m.kernel_path for m in model.modules() if isinstance(m, PackedLinear)}))
+
+
+def int4_kernel_paths(model: nn.Module) -> str:
+    """The kernel paths of ``model``'s int4 layers, e.g. "triton int4 dequantize-GEMM"."""
+    return ", ".join(sorted({m.kernel_path for m in model.modules() if isinstance(m, Int4Linear)}))

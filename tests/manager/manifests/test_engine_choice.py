@@ -20,9 +20,21 @@ from engine.config.architectures import (
     SUPPORTED_ARCHITECTURES,
 )
 from engine.config.model_config import SUPPORTED_ROPE_TYPES
+from engine.config.quantization import (
+    AWQ_VERSIONS,
+    GPTQ_CHECKPOINT_FORMATS,
+    INT4_BITS,
+    INT4_GROUP_SIZES,
+    INT4_METHODS,
+)
 from manager.manifests.architecture import traits_of
 from manager.manifests.engine_support import (
     GOMGR_ARCHITECTURES,
+    GOMGR_AWQ_VERSIONS,
+    GOMGR_GPTQ_FORMATS,
+    GOMGR_GROUP_SIZES,
+    GOMGR_INT4_BITS,
+    GOMGR_QUANTIZATIONS,
     GOMGR_ROPE_TYPES,
     ModelTraits,
     unserved_by,
@@ -34,6 +46,8 @@ from manager.manifests.resolve import resolve_manifest
 GOMGR = Path(sys.executable).parent / "gomgr"
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
 AWQ = {**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
+AWQ_GEMV = {**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemv"}}
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": True, "sym": False}
 
 
 def model_dir(root: Path, config: Mapping[str, object]) -> Path:
@@ -48,13 +62,17 @@ def test_the_managers_tables_equal_the_engines() -> None:
     engine = {*SUPPORTED_ARCHITECTURES, *REWARD_ARCHITECTURES, *ENCODER_ARCHITECTURES}
     assert engine == GOMGR_ARCHITECTURES
     assert set(SUPPORTED_ROPE_TYPES) == GOMGR_ROPE_TYPES
+    assert set(INT4_METHODS) == GOMGR_QUANTIZATIONS and INT4_BITS == GOMGR_INT4_BITS
+    assert set(AWQ_VERSIONS) == GOMGR_AWQ_VERSIONS and set(GPTQ_CHECKPOINT_FORMATS) == GOMGR_GPTQ_FORMATS
+    assert set(INT4_GROUP_SIZES) == GOMGR_GROUP_SIZES
 
 
 @pytest.mark.parametrize(
     ("config", "unserved"),
     [
-        (AWQ, "quantization 'awq'"),
-        ({**LLAMA, "quantization_config": {"quant_method": "gptq"}}, "quantization 'gptq'"),
+        (AWQ_GEMV, "awq version 'gemv'"),
+        ({**LLAMA, "quantization_config": {**GPTQ, "bits": 8}}, "gptq with bits 8"),
+        ({**LLAMA, "quantization_config": {**GPTQ, "checkpoint_format": "gptq_v2"}}, "gptq checkpoint_format 'gptq_v2'"),
         ({**LLAMA, "quantization_config": {"quant_method": "fp8"}}, "quantization 'fp8'"),
         ({"architectures": ["Gemma2ForCausalLM"]}, "architecture 'Gemma2ForCausalLM'"),
         ({"architectures": ["Phi3ForCausalLM"]}, "architecture 'Phi3ForCausalLM'"),
@@ -74,25 +92,35 @@ def test_what_gomgr_does_not_serve_goes_to_vllm_and_says_why(
     assert to_engine_flags(effective, "/model")[:2] == ["--model", "/model"]
 
 
-def test_a_model_gomgr_serves_stays_on_gomgr(tmp_path: Path) -> None:
-    path = model_dir(tmp_path / "model", {**LLAMA, "rope_scaling": {"rope_type": "llama3"}})
+@pytest.mark.parametrize(
+    "config",
+    [
+        {**LLAMA, "rope_scaling": {"rope_type": "llama3"}},
+        AWQ,
+        {**LLAMA, "quantization_config": GPTQ},
+        {**LLAMA, "quantization_config": {**GPTQ, "group_size": -1, "sym": True, "checkpoint_format": "gptq"}},
+    ],
+    ids=["llama3-rope", "awq-gemm", "gptq-act-order", "gptq-per-row"],
+)
+def test_a_model_gomgr_serves_stays_on_gomgr(tmp_path: Path, config: dict[str, object]) -> None:
+    path = model_dir(tmp_path / "model", config)
     effective = resolve_manifest(str(path), traits_of(path))
     assert (effective.engine, effective.engine_reason) == ("gomgr", None)
 
 
 def test_the_family_manifest_keeps_its_parsers_under_the_fallback() -> None:
-    traits = ModelTraits("Qwen2ForCausalLM", quantization="awq")
-    effective = resolve_manifest("Qwen/Qwen2.5-7B-Instruct-AWQ", traits)
+    traits = ModelTraits("Qwen2ForCausalLM", quantization="fp8")
+    effective = resolve_manifest("Qwen/Qwen2.5-7B-Instruct-FP8", traits)
     assert (effective.engine, effective.tool_call_parser) == ("vllm", "qwen25")
     assert effective.context_length == resolve_manifest("Qwen/Qwen2.5-7B-Instruct", None).context_length
 
 
 def test_an_override_picks_sglang_as_the_fallback(overrides_dir: Path) -> None:
-    (overrides_dir / "awq-on-sglang.yaml").write_text("repo: 'someone/*-AWQ'\nfallback: sglang-upstream\n")
-    effective = resolve_manifest("someone/model-AWQ", ModelTraits("LlamaForCausalLM", "awq"))
+    (overrides_dir / "fp8-on-sglang.yaml").write_text("repo: 'someone/*-FP8'\nfallback: sglang-upstream\n")
+    effective = resolve_manifest("someone/model-FP8", ModelTraits("LlamaForCausalLM", "fp8"))
     assert effective.engine == "sglang"
-    assert effective.engine_reason == "gomgr's engine does not serve quantization 'awq'"
-    assert resolve_manifest("other/model-AWQ", ModelTraits("LlamaForCausalLM", "awq")).engine == "vllm"
+    assert effective.engine_reason == "gomgr's engine does not serve quantization 'fp8'"
+    assert resolve_manifest("other/model-FP8", ModelTraits("LlamaForCausalLM", "fp8")).engine == "vllm"
 
 
 def test_an_override_without_fallback_refuses_in_one_line(overrides_dir: Path) -> None:
@@ -129,13 +157,13 @@ def _gomgr(config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_doctor_and_manifests_show_name_the_same_decision(tmp_path: Path, config_dir: Path) -> None:
-    path = model_dir(tmp_path / "awq-model", AWQ)
-    line = "engine: vllm (gomgr's engine does not serve quantization 'awq')"
+    path = model_dir(tmp_path / "awq-model", AWQ_GEMV)
+    line = "engine: vllm (gomgr's engine does not serve awq version 'gemv')"
     doctor = _gomgr(config_dir, "doctor", str(path), "--runtime", "process")
     assert line in doctor.stdout, doctor.stdout + doctor.stderr
     as_json = json.loads(_gomgr(config_dir, "doctor", str(path), "--json").stdout)
     assert as_json["engine"] == {
-        "name": "vllm", "reason": "gomgr's engine does not serve quantization 'awq'", "error": None,
+        "name": "vllm", "reason": "gomgr's engine does not serve awq version 'gemv'", "error": None,
     }
     shown = _gomgr(config_dir, "manifests", "show", str(path))
     assert line in shown.stdout, shown.stdout + shown.stderr

@@ -39,7 +39,11 @@ MAX_QUANT = {
 
 @dataclass(frozen=True)
 class UnpackedBlocks:
-    """``quants`` uint8 ``[rows, cols]``; ``scale`` and ``min`` float32 ``[rows, cols / group]``."""
+    """``quants`` uint8 ``[rows, cols]``; ``scale`` and ``min`` float32 ``[rows, cols / group]``.
+
+    NOTE: not tied to GGUF: the AWQ/GPTQ layers (``layers/int4_weight.py``) describe their
+    groups this way too, for the same packer (``quantized.pack_groups``).
+    """
 
     quants: np.ndarray
     scale: np.ndarray

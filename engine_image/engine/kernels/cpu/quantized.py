@@ -123,7 +123,7 @@ def _pack_slices(
         unpacked = unpack_blocks(data[start : start + count].numpy(), qtype, count, cols)
         if half and not (_fp16_exact(unpacked.scale) and _fp16_exact(unpacked.min)):
             return None
-        chunks.append(_panels(unpacked, qtype, half))
+        chunks.append(_panels(unpacked, packed_format(qtype), half))
     return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
 
 
@@ -132,15 +132,21 @@ def _fp16_exact(values: np.ndarray) -> bool:
         return bool(np.array_equal(values.astype(np.float16).astype(np.float32), values))
 
 
-def _panels(unpacked: UnpackedBlocks, qtype: GGMLQuantizationType, half: bool) -> torch.Tensor:
+def pack_groups(unpacked: UnpackedBlocks, fmt: PackedFormat) -> torch.Tensor:
+    """Integer quants with a float32 scale and min per group, from any source (GGUF blocks, an
+    AWQ/GPTQ checkpoint's groups cut into runs of 32), as ``fmt``'s panels (uint8, 1-D)."""
+    return _panels(unpacked, fmt, half=False)
+
+
+def _panels(unpacked: UnpackedBlocks, fmt: PackedFormat, half: bool) -> torch.Tensor:
     cols = unpacked.quants.shape[1]
-    group = GROUP_SIZE[qtype]
-    groups, steps = cols // group, group // 4
+    groups = unpacked.scale.shape[1]
+    group = cols // groups
+    steps = group // 4
     quants = _padded_rows(torch.from_numpy(unpacked.quants))
     panels = quants.shape[0] // PANEL_COLUMNS
     # [panel, column, group, step, 4 k] -> [panel, group, step, column, 4 k]
     steps_major = quants.view(panels, PANEL_COLUMNS, groups, steps, 4).permute(0, 2, 3, 1, 4)
-    fmt = packed_format(qtype)
     if fmt == PackedFormat.FIVE32:
         # NOTE: bit t of the fifth-bit bytes is step t's; the low 4 bits go on as nibbles.
         shifts = torch.arange(steps, dtype=torch.uint8).view(1, 1, steps, 1, 1)

@@ -1,0 +1,50 @@
+"""Quantized checkpoints the engine does not load are refused at load, in one line naming the
+variant (issue 26): other bit widths, AWQ's other kernel layouts, GPTQ v2, unknown methods."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.core.errors import UnsupportedModelError
+from engine.engine import Engine
+from tests.engine.models.conftest import TINY_SHAPE, TOKENIZER_FILES
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **TINY_SHAPE}
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm", "zero_point": True}
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+
+REFUSED: list[tuple[dict[str, Any], str]] = [
+    ({**GPTQ, "bits": 3}, "gptq with bits 3 is not supported (only 4)"),
+    ({**GPTQ, "bits": 8}, "gptq with bits 8 is not supported (only 4)"),
+    ({**AWQ, "bits": 8}, "awq with bits 8 is not supported (only 4)"),
+    ({**AWQ, "version": "gemv"}, "awq version 'gemv' is not supported (only gemm)"),
+    ({**AWQ, "version": "marlin"}, "awq version 'marlin' is not supported (only gemm)"),
+    ({**AWQ, "version": "exllama"}, "awq version 'exllama' is not supported (only gemm)"),
+    ({**AWQ, "zero_point": False}, "awq without zero_point is not supported"),
+    ({**GPTQ, "group_size": 100}, "gptq with group_size 100 is not supported (supported: -1, 32, 64, 128)"),
+    ({**GPTQ, "checkpoint_format": "gptq_v2"}, "gptq checkpoint_format 'gptq_v2' is not supported (only gptq, v1)"),
+    ({"quant_method": "fp8"}, "quantization 'fp8' is not supported (supported: awq, gptq)"),
+    ({"quant_method": "mystery-4bit", "bits": 4}, "quantization 'mystery-4bit' is not supported (supported: awq, gptq)"),
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer_files(tokenizer_dir: Path) -> list[Path]:
+    return [tokenizer_dir / name for name in TOKENIZER_FILES]
+
+
+@pytest.mark.parametrize(("quantization", "message"), REFUSED, ids=[m for _, m in REFUSED])
+def test_an_unsupported_variant_is_refused_in_one_line(
+    tmp_path: Path, tokenizer_files: list[Path], quantization: dict[str, Any], message: str
+) -> None:
+    for file in tokenizer_files:
+        shutil.copy(file, tmp_path / file.name)
+    (tmp_path / "config.json").write_text(json.dumps({**LLAMA, "quantization_config": quantization}))
+    with pytest.raises(UnsupportedModelError) as refused:
+        Engine(str(tmp_path), max_total_tokens=256, device="cpu")
+    assert str(refused.value) == message
