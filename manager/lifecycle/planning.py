@@ -17,7 +17,7 @@ from manager.manifests.effective import EffectiveManifest
 from manager.manifests.engine_support import ModelTraits
 from manager.manifests.engines import CONTAINER_ENTRYPOINTS, PROCESS_ENGINES
 from manager.manifests.errors import ManifestError
-from manager.manifests.flags import to_engine_flags
+from manager.manifests.flags import tensor_parallel_size, to_engine_flags
 from manager.manifests.resolve import resolve_manifest
 from manager.models.model_path import path_inside
 from manager.readiness.blocker import Blocker
@@ -61,7 +61,7 @@ def plan_start(
         effective = dataclasses.replace(effective, served_name=served_name)
     runtime, reason, granted = _ready(
         repo_or_dir, model_path, requested_runtime, port, effective.context_length, gpus,
-        container_only=_container_only(effective),
+        container_only=_container_only(effective), tp_size=tensor_parallel_size(effective.engine_args),
     )
     share = _kv_share(effective, kv_tokens)
     if runtime == "docker":
@@ -98,7 +98,7 @@ def check_before_download(
     effective = _manifest(repo, hub_traits(repo), variant)
     _ready(
         repo, None, requested_runtime, port, effective.context_length, gpus,
-        container_only=_container_only(effective),
+        container_only=_container_only(effective), tp_size=tensor_parallel_size(effective.engine_args),
     )
 
 
@@ -111,19 +111,22 @@ def _manifest(repo_or_dir: str, traits: ModelTraits, variant: str | None) -> Eff
 
 def _ready(
     repo_or_dir: str, model_dir: Path | None, requested_runtime: str, port: int | None,
-    context_tokens: int | None, gpus: str, *, container_only: str | None = None,
+    context_tokens: int | None, gpus: str, *, container_only: str | None = None, tp_size: int = 1,
 ) -> tuple[str, str, tuple[GpuInfo, ...] | None]:
     """(runtime, why, the GPUs a container gets: None for none), or StartBlocked by the first
     blocker.
     `container_only`: the engine runs only in a container, so `auto` means docker (the
-    engine line that says which engine and why, for a blocked start's message)."""
+    engine line that says which engine and why, for a blocked start's message); `tp_size`: the
+    GPUs the engine shards over (the manifest's --tp-size), each sized for its share."""
     prefix = ""
     if container_only and requested_runtime == "auto":
         prefix = f"{container_only}; "
-        report = check_for_start(repo_or_dir, model_dir, "docker", port, context_tokens)
+        report = check_for_start(repo_or_dir, model_dir, "docker", port, context_tokens, tp_size=tp_size)
         runtime, reason = "docker", "the engine runs only in a container"
     else:
-        report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, context_tokens)
+        report = check_for_start(
+            repo_or_dir, model_dir, requested_runtime, port, context_tokens, tp_size=tp_size
+        )
         runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
     try:
         pins = gpu_pins(gpus)
@@ -131,6 +134,8 @@ def _ready(
         raise StartBlocked(f"--gpus {exc}") from exc
     want_gpus = gpus == "all" or bool(pins) or (gpus == "auto" and bool(report.gpus))
     seen = {gpu.index for gpu in report.gpus}
+    if pins and len(pins) < tp_size:
+        raise StartBlocked(f"--gpus {gpus} gives {len(pins)} GPU(s); the manifest's --tp-size {tp_size} needs {tp_size}")
     if missing := [i for i in pins if i not in seen]:
         raise StartBlocked(
             f"--gpus {gpus}: there is no GPU {missing[0]}; NVML sees "

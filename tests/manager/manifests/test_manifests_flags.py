@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from engine.server.server_args import build_parser
+from manager.lifecycle.errors import StartBlocked
+from manager.lifecycle.planning import plan_start
 from manager.manifests.engine_support import ModelTraits
-from manager.manifests.flags import to_engine_flags
+from manager.manifests.flags import tensor_parallel_size, to_engine_flags
 from manager.manifests.resolve import resolve_manifest
 
 
@@ -43,6 +45,17 @@ def test_override_engine_args_reach_the_engine(smollm2_dir: Path, overrides_dir:
     effective = resolve_manifest("HuggingFaceTB/SmolLM2-135M-Instruct", None)
     args = build_parser().parse_args(to_engine_flags(effective, smollm2_dir))
     assert (args.chunked_prefill_size, args.enable_metrics) == (512, True)
+
+
+def test_a_manifests_tp_size_reaches_the_engine_and_readiness(smollm2_dir: Path, overrides_dir: Path) -> None:
+    (overrides_dir / "smol.yaml").write_text("overrides: smollm2\nengine_args: [--tp-size, '3']\n")
+    effective = resolve_manifest("HuggingFaceTB/SmolLM2-135M-Instruct", None)
+    assert build_parser().parse_args(to_engine_flags(effective, smollm2_dir)).tp_size == 3
+    assert tensor_parallel_size(effective.engine_args) == 3
+    assert tensor_parallel_size(("--tensor-parallel-size=2",)) == 2
+    assert tensor_parallel_size(("--enable-metrics",)) == 1
+    with pytest.raises(StartBlocked, match=r"--gpus 0 gives 1 GPU\(s\); the manifest's --tp-size 3 needs 3"):
+        plan_start("HuggingFaceTB/SmolLM2-135M-Instruct", smollm2_dir, "process", None, None, gpus="0")
 
 
 def test_vllm_flags_use_vllms_spelling() -> None:
