@@ -10,6 +10,7 @@ from torch import nn
 
 from engine.distributed.parallel_state import TensorParallel, all_reduce, gather_on_driver
 from engine.distributed.shard_plan import ShardPlan
+from engine.models.llama import MLP, Attention, LlamaFamilyForCausalLM
 
 
 class RowParallelLinear(nn.Module):
@@ -64,8 +65,6 @@ class ParallelLMHead(nn.Module):
 def parallelize(model: nn.Module, plan: ShardPlan, state: TensorParallel) -> None:
     """Swaps a Llama-family model's (built on ``plan.local_config``) communicating layers for
     their parallel forms; called on the meta device, before the weights load."""
-    from engine.models.llama import Attention, LlamaFamilyForCausalLM, MLP
-
     assert isinstance(model, LlamaFamilyForCausalLM), "tensor parallelism covers the Llama family"
     config = model.config
     for module in model.modules():
