@@ -59,10 +59,12 @@ def plan_start(
     effective = _manifest(repo_or_dir, traits_of(model_path), variant)
     if served_name is not None:
         effective = dataclasses.replace(effective, served_name=served_name)
+    tp_size = tensor_parallel_size(effective.engine_args)
     runtime, reason, granted = _ready(
         repo_or_dir, model_path, requested_runtime, port, effective.context_length, gpus,
-        container_only=_container_only(effective), tp_size=tensor_parallel_size(effective.engine_args),
+        container_only=_container_only(effective), tp_size=tp_size,
     )
+    gpus = _tensor_parallel_pins(gpus, granted, tp_size)
     share = _kv_share(effective, kv_tokens)
     if runtime == "docker":
         in_container = path_inside(model_path, CONTAINER_MODEL_DIR)
@@ -149,6 +151,16 @@ def _ready(
     if not want_gpus:
         return runtime, reason, None
     return runtime, reason, tuple(gpu for gpu in report.gpus if not pins or gpu.index in pins)
+
+
+def _tensor_parallel_pins(gpus: str, granted: tuple[GpuInfo, ...] | None, tp_size: int) -> str:
+    """`gpus`, or for a tensor-parallel engine left to "auto": the `tp_size` GPUs with the most
+    free memory, pinned ("0,2"), so it owns exactly the GPUs it shards over (readiness checked
+    that there are enough)."""
+    if tp_size == 1 or gpus != "auto" or not granted:
+        return gpus
+    chosen = sorted(granted, key=lambda gpu: gpu.free_bytes, reverse=True)[:tp_size]
+    return ",".join(str(gpu.index) for gpu in sorted(chosen, key=lambda gpu: gpu.index))
 
 
 def _container_plan(
