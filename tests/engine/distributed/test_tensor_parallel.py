@@ -34,11 +34,16 @@ TOP_K = 3
 SHARED = [700, 31, 2, 4095, 123, 55, 999, 8]
 PROMPTS = [[17, 305, 42], [*SHARED, 2048, 77], [*SHARED, 13, 640, 211]]
 # NOTE: 4-token prefill chunks, so a prompt's KV is written over several steps on every rank.
-ENGINE_ARGS = {"max_total_tokens": 512, "context_length": 128, "max_running_requests": 8, "chunked_prefill_size": 4}
+ENGINE_ARGS = {
+    "max_total_tokens": 512, "context_length": 128, "max_running_requests": 8, "chunked_prefill_size": 4,
+}  # fmt: skip
 # NOTE: Llama with one KV head (a copy on every rank) and 6 query heads over 3 ranks; Qwen2
 # (q/k/v biases, tied embeddings) with its 2 KV heads split over 2 ranks.
 MODELS: dict[str, tuple[type, dict[str, Any]]] = {
-    "llama": (LlamaConfig, {"num_attention_heads": 6, "num_key_value_heads": 1, "hidden_size": 96, "intermediate_size": 192}),
+    "llama": (
+        LlamaConfig,
+        {"num_attention_heads": 6, "num_key_value_heads": 1, "hidden_size": 96, "intermediate_size": 192},
+    ),
     "qwen2": (Qwen2Config, {"tie_word_embeddings": True}),
 }
 # NOTE: two servers, not every (model, size) pair: each rank is a process importing torch.
@@ -68,10 +73,14 @@ def servers(
         return start_engine_server(checkpoints[name], log, [*flags, f"--tp-size={tp}", "--skip-server-warmup"])
 
     with ThreadPoolExecutor(len(SERVED)) as pool:
-        started = dict(zip(SERVED, pool.map(start, SERVED)))
-    yield started
-    for server in started.values():
-        server.stop_and_check()
+        futures = {served: pool.submit(start, served) for served in SERVED}
+    # NOTE: one server that failed to start must not leave the other running.
+    started = {served: future.result() for served, future in futures.items() if future.exception() is None}
+    try:
+        yield {served: future.result() for served, future in futures.items()}
+    finally:
+        for server in started.values():
+            server.stop_and_check()
 
 
 def _reference(path: Path) -> list[dict[str, Any]]:
