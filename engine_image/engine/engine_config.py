@@ -23,6 +23,7 @@ class EngineConfig:
     disable_cuda_graph: bool = False
     random_seed: int = 0
     is_embedding: bool = False  # serve embeddings (/encode, /v1/embeddings), not generation
+    tp_size: int = 1  # tensor-parallel ranks (engine/distributed); > 1 only in the server
 
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
@@ -37,6 +38,8 @@ class EngineConfig:
             raise ValueError(f"mem_fraction_static must be in (0, 1], got {self.mem_fraction_static}")
         if self.chunked_prefill_size is not None and self.chunked_prefill_size != -1 and self.chunked_prefill_size < 1:
             raise ValueError(f"chunked_prefill_size must be -1 or >= 1, got {self.chunked_prefill_size}")
+        if self.tp_size < 1:
+            raise ValueError(f"tp_size must be >= 1, got {self.tp_size}")
         if self.max_running_requests < 1:
             raise ValueError(f"max_running_requests must be >= 1, got {self.max_running_requests}")
 

@@ -28,6 +28,7 @@ START_TIMEOUT_S = 1800.0
 SCHEDULER_ENTRY = EntryPoint("engine.scheduler.process", "run_scheduler_process")
 DETOKENIZER_ENTRY = EntryPoint("engine.detokenizer.process", "run_detokenizer_process")
 TOKENIZER_WORKER_ENTRY = EntryPoint("engine.server.tokenizer_worker", "run_tokenizer_worker")
+TP_WORKER_ENTRY = EntryPoint("engine.scheduler.tp_worker", "run_tp_worker")
 
 
 def _fail(message: str) -> NoReturn:
@@ -94,8 +95,13 @@ def _load(
         _fail(str(err))
     tokenizer_path = args.tokenizer_path or hf_dir
     try:
-        with bound_omp_threads():
-            supervisor.spawn("scheduler", SCHEDULER_ENTRY, args.engine_config(), port_args, args.log_level)
+        config = args.engine_config()
+        # NOTE: tensor-parallel ranks share the cores (distributed/parallel_state.py): no
+        # one-thread-per-core binding, which would put every rank's threads on the same cores.
+        with bound_omp_threads(enabled=config.tp_size == 1):
+            supervisor.spawn("scheduler", SCHEDULER_ENTRY, config, port_args, args.log_level)
+        for rank in range(1, config.tp_size):
+            supervisor.spawn(f"tp-worker-{rank}", TP_WORKER_ENTRY, config, rank, port_args, args.log_level)
         supervisor.spawn("detokenizer", DETOKENIZER_ENTRY, tokenizer_path, port_args)
         # NOTE: imported only now, while the children import theirs (torch takes seconds),
         # and only once the flags parsed, so a bad flag fails at once.

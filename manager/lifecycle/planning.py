@@ -17,7 +17,7 @@ from manager.manifests.effective import EffectiveManifest
 from manager.manifests.engine_support import ModelTraits
 from manager.manifests.engines import CONTAINER_ENTRYPOINTS, PROCESS_ENGINES
 from manager.manifests.errors import ManifestError
-from manager.manifests.flags import to_engine_flags
+from manager.manifests.flags import tensor_parallel_size, to_engine_flags
 from manager.manifests.resolve import resolve_manifest
 from manager.models.model_path import path_inside
 from manager.readiness.blocker import Blocker
@@ -57,10 +57,12 @@ def plan_start(
     KV pool the engine may hold (its share where several run), None: the engine's default.
     `model_path`: a model directory or a GGUF file (manager/models/model_path.py)."""
     effective = effective_manifest(repo_or_dir, traits_of(model_path), variant, served_name)
+    tp_size = tensor_parallel_size(effective.engine_args)
     runtime, reason, granted = _ready(
         repo_or_dir, model_path, requested_runtime, port, effective.context_length, gpus,
-        container_only=_container_only(effective),
+        container_only=_container_only(effective), tp_size=tp_size,
     )
+    gpus = _tensor_parallel_pins(gpus, granted, tp_size)
     share = _kv_share(effective, kv_tokens)
     if runtime == "docker":
         in_container = path_inside(model_path, CONTAINER_MODEL_DIR)
@@ -96,7 +98,7 @@ def check_before_download(
     effective = effective_manifest(repo, hub_traits(repo), variant, None)
     _ready(
         repo, None, requested_runtime, port, effective.context_length, gpus,
-        container_only=_container_only(effective),
+        container_only=_container_only(effective), tp_size=tensor_parallel_size(effective.engine_args),
     )
 
 
@@ -115,19 +117,22 @@ def effective_manifest(
 
 def _ready(
     repo_or_dir: str, model_dir: Path | None, requested_runtime: str, port: int | None,
-    context_tokens: int | None, gpus: str, *, container_only: str | None = None,
+    context_tokens: int | None, gpus: str, *, container_only: str | None = None, tp_size: int = 1,
 ) -> tuple[str, str, tuple[GpuInfo, ...] | None]:
     """(runtime, why, the GPUs a container gets: None for none), or StartBlocked by the first
     blocker.
     `container_only`: the engine runs only in a container, so `auto` means docker (the
-    engine line that says which engine and why, for a blocked start's message)."""
+    engine line that says which engine and why, for a blocked start's message); `tp_size`: the
+    GPUs the engine shards over (the manifest's --tp-size), each sized for its share."""
     prefix = ""
     if container_only and requested_runtime == "auto":
         prefix = f"{container_only}; "
-        report = check_for_start(repo_or_dir, model_dir, "docker", port, context_tokens)
+        report = check_for_start(repo_or_dir, model_dir, "docker", port, context_tokens, tp_size=tp_size)
         runtime, reason = "docker", "the engine runs only in a container"
     else:
-        report = check_for_start(repo_or_dir, model_dir, requested_runtime, port, context_tokens)
+        report = check_for_start(
+            repo_or_dir, model_dir, requested_runtime, port, context_tokens, tp_size=tp_size
+        )
         runtime, reason = _runtime(requested_runtime, *choose_runtime(report))
     try:
         pins = gpu_pins(gpus)
@@ -135,6 +140,8 @@ def _ready(
         raise StartBlocked(f"--gpus {exc}") from exc
     want_gpus = gpus == "all" or bool(pins) or (gpus == "auto" and bool(report.gpus))
     seen = {gpu.index for gpu in report.gpus}
+    if pins and len(pins) < tp_size:
+        raise StartBlocked(f"--gpus {gpus} gives {len(pins)} GPU(s); the manifest's --tp-size {tp_size} needs {tp_size}")
     if missing := [i for i in pins if i not in seen]:
         raise StartBlocked(
             f"--gpus {gpus}: there is no GPU {missing[0]}; NVML sees "
@@ -148,6 +155,16 @@ def _ready(
     if not want_gpus:
         return runtime, reason, None
     return runtime, reason, tuple(gpu for gpu in report.gpus if not pins or gpu.index in pins)
+
+
+def _tensor_parallel_pins(gpus: str, granted: tuple[GpuInfo, ...] | None, tp_size: int) -> str:
+    """`gpus`, or for a tensor-parallel engine left to "auto": the `tp_size` GPUs with the most
+    free memory, pinned ("0,2"), so it owns exactly the GPUs it shards over (readiness checked
+    that there are enough)."""
+    if tp_size == 1 or gpus != "auto" or not granted:
+        return gpus
+    chosen = sorted(granted, key=lambda gpu: gpu.free_bytes, reverse=True)[:tp_size]
+    return ",".join(str(gpu.index) for gpu in sorted(chosen, key=lambda gpu: gpu.index))
 
 
 def container_plan(

@@ -15,6 +15,8 @@ _VLLM_TOOL_CALL_PARSERS = {
     "pythonic": "pythonic",
 }
 _VLLM_REASONING_PARSERS = {"qwen3": "qwen3", "deepseek-r1": "deepseek_r1"}
+# NOTE: SGLang's (and gomgr's engine's) --tp-size and both engines' --tensor-parallel-size.
+_TP_FLAGS = ("--tp-size", "--tensor-parallel-size")
 
 
 def to_engine_flags(effective: EffectiveManifest, model_dir: Path | str) -> list[str]:
@@ -49,3 +51,16 @@ def _vllm_flags(effective: EffectiveManifest, model_dir: str) -> list[str]:
     if effective.reasoning_parser is not None:
         flags += ["--reasoning-parser", _VLLM_REASONING_PARSERS[effective.reasoning_parser]]
     return flags + list(effective.engine_args)
+
+
+def tensor_parallel_size(engine_args: tuple[str, ...]) -> int:
+    """The GPUs an engine shards its model over, from a manifest's engine_args (1: none given).
+
+    NOTE: a value that is no positive integer counts as 1 here; the engine refuses it at start.
+    """
+    size = "1"
+    for i, arg in enumerate(engine_args):
+        name, _, value = arg.partition("=")
+        if name in _TP_FLAGS:
+            size = value if value else (engine_args[i + 1] if i + 1 < len(engine_args) else "1")
+    return int(size) if size.isdigit() and int(size) > 0 else 1

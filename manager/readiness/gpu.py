@@ -33,10 +33,6 @@ class GpuSnapshot:
     driver_version: str | None
     error: str | None  # why NVML gave no answer (no driver, driver not loaded, ...)
 
-    def best(self) -> GpuInfo | None:
-        """The GPU with the most free memory: where one engine would be placed."""
-        return max(self.gpus, key=lambda gpu: gpu.free_bytes, default=None)
-
 
 class GpuProbe(ABC):
     """What readiness needs to know about GPUs; `NvmlProbe` is the real one."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from manager.readiness.blocker import Blocker
@@ -83,11 +83,27 @@ def context_within(model_limit: int | None, context_tokens: int | None) -> int:
     return min(DEFAULT_CONTEXT_TOKENS, model_limit) if model_limit else DEFAULT_CONTEXT_TOKENS
 
 
+def per_rank(estimate: MemoryEstimate, tp_size: int) -> MemoryEstimate:
+    """What each of `tp_size` tensor-parallel GPUs holds: 1/N of the weights and of the KV
+    cache (KV heads split), and each its own runtime overhead."""
+    if tp_size == 1:
+        return estimate
+    return estimate_from_parts(estimate.weights // tp_size, estimate.kv_cache // tp_size)
+
+
 def check_vram_fit(
-    estimate: MemoryEstimate, best: GpuInfo | None, context_tokens: int
+    estimate: MemoryEstimate, gpus: Sequence[GpuInfo], context_tokens: int, tp_size: int = 1
 ) -> tuple[Blocker, ...]:
-    """A blocker when the best GPU's free memory is below the estimate (none without GPUs)."""
-    if best is None or estimate.total <= best.free_bytes:
+    """A blocker when the `tp_size` GPUs with the most free memory cannot each hold their
+    share of the estimate (none without GPUs)."""
+    if not gpus:
+        return ()
+    if len(gpus) < tp_size:
+        return (_too_few_gpus(tp_size, len(gpus)),)
+    chosen = sorted(gpus, key=lambda gpu: gpu.free_bytes, reverse=True)[:tp_size]
+    best = chosen[-1]  # NOTE: the tightest of the chosen: every rank needs the same share
+    estimate = per_rank(estimate, tp_size)
+    if estimate.total <= best.free_bytes:
         return ()
     return (
         Blocker(
@@ -111,6 +127,17 @@ def check_vram_fit(
             severity="blocks",
             blocks=("gpu",),
         ),
+    )
+
+
+def _too_few_gpus(tp_size: int, seen: int) -> Blocker:
+    return Blocker(
+        id="too-few-gpus-for-tp",
+        title=f"--tp-size {tp_size} needs {tp_size} GPUs; NVML sees {seen}",
+        explanation="Tensor parallelism runs one engine process per GPU, each on its own GPU.",
+        fix_steps=(f"Lower --tp-size to at most {seen} in the manifest's engine_args.",),
+        severity="blocks",
+        blocks=("gpu",),
     )
 
 

@@ -61,6 +61,7 @@ def check_for_start(
     *,
     gpu_probe: GpuProbe | None = None,
     store: ModelStore | None = None,
+    tp_size: int = 1,
 ) -> ReadinessReport:
     """Readiness of starting `repo_or_dir` (None: the machine only) with `runtime`.
 
@@ -68,6 +69,7 @@ def check_for_start(
     directory); otherwise a path argument or the store's copy is measured, and a repo that
     is not local yet is sized from the hub, so a model that cannot fit is known before it
     is downloaded. Nothing here raises for an unready machine: every finding is a Blocker.
+    `tp_size`: the engine's tensor-parallel GPUs, each holding its share of the model.
     """
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
@@ -101,7 +103,7 @@ def check_for_start(
     notes.extend(model.notes)
     if model.memory is not None and model.context_tokens is not None:
         checks.append("vram-fit")
-        blockers.extend(check_vram_fit(model.memory, snapshot.best(), model.context_tokens))
+        blockers.extend(check_vram_fit(model.memory, snapshot.gpus, model.context_tokens, tp_size))
 
     disk = check_disk(store.root, model.download_bytes)
     checks.append("disk")

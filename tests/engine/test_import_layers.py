@@ -19,6 +19,7 @@ The layers, bottom to top; a package imports only packages of layers below its o
 6. ``attention``: the backends, over a ``core.ForwardBatch``; ``gguf``: GGUF files read as a
    ``config.ModelConfig`` and ``layers.BlockTensor`` weights.
 7. ``models``: the model classes and their registry.
+7b. ``distributed``: tensor parallelism's group, sharded layers and step messages, over ``models``.
 8. ``runtime``: the model runners, which own models, pools and attention backends.
 9. ``sampling``, ``text`` (stop strings, decoding token ids to text), ``function_call``,
    ``reasoning``: request-level leaves.
@@ -47,6 +48,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"layers"}),
     frozenset({"attention", "gguf"}),
     frozenset({"models"}),
+    frozenset({"distributed"}),
     frozenset({"runtime"}),
     frozenset({"sampling", "text", "function_call", "reasoning"}),
     frozenset({"constrained", "ipc"}),

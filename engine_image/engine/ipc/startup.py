@@ -23,11 +23,17 @@ class TokenizerWorkerReady(msgspec.Struct, frozen=True):
     """An extra tokenizer worker loaded its tokenizer and built its app; it serves next."""
 
 
+class TPWorkerReady(msgspec.Struct, frozen=True):
+    """A tensor-parallel worker joined the group and loaded its shard of the model."""
+
+    rank: int
+
+
 class StartupFailed(msgspec.Struct, frozen=True):
     """A child could not start; ``message`` is one line for the operator."""
 
     message: str
 
 
-ChildReady = SchedulerReady | DetokenizerReady | TokenizerWorkerReady
+ChildReady = SchedulerReady | DetokenizerReady | TokenizerWorkerReady | TPWorkerReady
 StartupReport = ChildReady | StartupFailed

@@ -29,7 +29,20 @@ class ReqToTokenPool:
         )
         self._free: list[int] = []
         self._in_use: list[bool] = []
+        # NOTE: kept on the tensor-parallel driver only: the writes its workers' copies of
+        # the table have not seen yet (distributed/step_channel.py); None elsewhere.
+        self._journal: list[tuple[int, int, list[int]]] | None = None
         self.clear()
+
+    def keep_journal(self) -> None:
+        """From now on, record every ``write`` until ``take_journal``."""
+        self._journal = []
+
+    def take_journal(self) -> list[tuple[int, int, list[int]]]:
+        """The (row, start, slots) writes since the last call, oldest first."""
+        assert self._journal is not None, "keep_journal was not called"
+        writes, self._journal = self._journal, []
+        return writes
 
     def available_size(self) -> int:
         return len(self._free)
@@ -61,6 +74,8 @@ class ReqToTokenPool:
                 f"positions {start}..{end} exceed max_context_len {self.max_context_len}"
             )
         self.req_to_token[idx, start:end] = slots
+        if self._journal is not None:
+            self._journal.append((idx, start, slots.tolist()))
 
     def clear(self) -> None:
         """Mark every row free again."""

@@ -178,7 +178,8 @@ class LlamaFamilyForCausalLM(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         # NOTE: pack_for_cpu swaps the head (the tied one included) for a PackedLinear.
-        self.lm_head: nn.Linear | PackedLinear | QuantizedLinear | None = (
+        # NOTE: with tensor parallelism, a distributed ParallelLMHead (the tied one included).
+        self.lm_head: nn.Module | None = (
             None if config.tie_word_embeddings else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         )
         # NOTE: built at the first decode step (the GGUF loader swaps the layers in after
@@ -252,9 +253,11 @@ class LlamaFamilyForCausalLM(nn.Module):
         """Copies checkpoint tensors (Hugging Face names) into our fused parameters."""
         params = dict(self.named_parameters())
         expected = {name: set(_slots(name, param)) for name, param in params.items()}
+        # NOTE: a tied head (tensor parallelism's included) reads the embedding's rows.
+        headless = self.lm_head is None or self.config.tie_word_embeddings
         for checkpoint_name, tensor in weights:
             name = checkpoint_name.removeprefix("model.")
-            if "rotary_emb.inv_freq" in name or (self.lm_head is None and name == "lm_head.weight"):
+            if "rotary_emb.inv_freq" in name or (headless and name == "lm_head.weight"):
                 continue
             our_name, shard = _fuse(name)
             if our_name not in params:

@@ -11,6 +11,10 @@ from engine.attention import create_attention_backend, default_attention_backend
 from engine.config.model_config import ModelConfig
 from engine.core.errors import UnsupportedModelError
 from engine.core.forward_batch import ForwardBatch
+from engine.distributed.parallel_layers import parallelize
+from engine.distributed.parallel_state import min_over_ranks, tensor_parallel
+from engine.distributed.shard_plan import ShardPlan
+from engine.distributed.step_channel import TableWrite, broadcast_step, describe
 from engine.engine_config import EngineConfig
 from engine.gguf.hparams import gguf_model_config
 from engine.gguf.location import gguf_file
@@ -72,7 +76,18 @@ class ModelRunner:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.model_config = load_model_config(config.model_path)
+        self.tp = tensor_parallel()
+        if (self.tp.size if self.tp is not None else 1) != config.tp_size:
+            raise UnsupportedModelError("--tp-size > 1 runs in the server only (python -m engine.launch_server)")
         self.device = resolve_device(config.device)
+        if self.tp is not None and self.device.type == "cuda":
+            self.device = torch.device("cuda", self.tp.rank)
+        # NOTE: with tensor parallelism this rank's heads, MLP columns and vocab rows; the
+        # scheduler sees the whole model's config (model_config) all the same.
+        self.shard_plan = (
+            None if self.tp is None else ShardPlan.for_rank(self.model_config, self.tp.rank, self.tp.size)
+        )
+        self.local_config = self.model_config if self.shard_plan is None else self.shard_plan.local_config(self.model_config)
         keep_freed_memory(self.device)
         self.dtype = resolve_dtype(config.dtype, self.model_config, self.device)
         # NOTE: on CPU, bfloat16 is the linear layers' weights (the bf16 kernels: AVX512-BF16
@@ -85,13 +100,18 @@ class ModelRunner:
         # NOTE: owned here, not by the model, so a recording survives a weight reload.
         self.expert_recorder = self._expert_recorder()
         self.model, self.weights = self._build_model(self.model_config.model_path)
-        mc = self.model_config
+        mc = self.local_config
         per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.dtype)
         self.max_total_tokens = kv_pool_tokens(config, self.device, per_token, self.context_length)
+        if self.tp is not None:
+            # NOTE: the scheduler's one allocator hands out the same slots on every rank.
+            self.max_total_tokens = min_over_ranks(self.max_total_tokens)
         self.kv_pool = KVPool(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.max_total_tokens, self.dtype, self.device)
         self.allocator = TokenAllocator(self.max_total_tokens, device=self.device)
         # NOTE: +1 position so a request at the context limit can still write its last token.
         self.req_to_token_pool = ReqToTokenPool(config.max_running_requests, self.context_length + 1, self.device)
+        if self.tp is not None and self.tp.is_driver:
+            self.req_to_token_pool.keep_journal()
         backend = config.attention_backend or default_attention_backend(self.device)
         self.attention = create_attention_backend(backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
         self.cuda_graph = self._capture_cuda_graphs()
@@ -103,6 +123,10 @@ class ModelRunner:
         )
 
     def forward(self, batch: ForwardBatch) -> torch.Tensor:
+        """The logits [B, vocab]; a tensor-parallel worker gets its vocab part, unused."""
+        if self.tp is not None and self.tp.is_driver:
+            writes = [TableWrite(*write) for write in self.req_to_token_pool.take_journal()]
+            broadcast_step(describe(batch, writes), self.tp)
         if self.cuda_graph is not None and self.cuda_graph.can_run(batch):
             return self.cuda_graph.replay(batch)
         logits: torch.Tensor = self.model(batch, self.attention)
@@ -110,6 +134,8 @@ class ModelRunner:
 
     def reload_weights(self, model_path: str) -> None:
         """Loads another checkpoint of the same architecture and shapes into the live model."""
+        if self.tp is not None:
+            raise UnsupportedModelError("reloading weights is not supported with --tp-size > 1")
         other = load_model_config(model_path)
         mc = self.model_config
         if (other.architecture, other.hidden_size, other.num_layers, other.vocab_size) != (
@@ -155,10 +181,12 @@ class ModelRunner:
         return wanted
 
     def _build_model(self, weights_path: str) -> tuple[LlamaFamilyForCausalLM, WeightsInfo]:
-        mc = self.model_config
+        mc = self.local_config
         rotary = RotaryEmbedding(mc.rope, mc.head_dim, self.context_length + 1, self.device)
         with torch.device("meta"):
             model = model_class(mc.architecture)(mc, rotary)
+            if self.shard_plan is not None and self.tp is not None:
+                parallelize(model, self.shard_plan, self.tp)
         model = model.to(self.dtype)
         allocate_on(model, self.device)
         gguf = gguf_file(weights_path)
@@ -174,6 +202,9 @@ class ModelRunner:
             if can_pack(self.device, self.dtype):
                 model.pack_for_cpu(self.linear_weight_dtype)
             info = WeightsInfo(mc.quantization.method, (mc.quantization.describe(),), int4_kernel_paths(model))
+        elif self.shard_plan is not None:
+            # NOTE: the packed CPU kernels stay whole-model only: the shards run plain torch.
+            model.load_weights(self.shard_plan.shard_weights(iterate_weights(weights_path)))
         else:
             model.load_weights(iterate_weights(weights_path))
             if can_pack(self.device, self.dtype):

@@ -15,6 +15,7 @@ import zmq
 from engine.config.architectures import CROSS_ENCODER_ARCHITECTURES, is_classifier, is_encoder
 from engine.constrained import DEFAULT_GRAMMAR_BACKEND, create_grammar_backend
 from engine.core.process_guard import die_with_parent, ignore_interrupts
+from engine.distributed.parallel_state import init_tensor_parallel, rendezvous_path
 from engine.engine_config import EngineConfig
 from engine.gguf.hf_view import hf_directory
 from engine.ipc.scheduler_stats import SchedulerStats
@@ -24,7 +25,7 @@ from engine.runtime.cross_encoder_runner import CrossEncoderRunner
 from engine.runtime.decoder_classifier import DecoderClassifier
 from engine.runtime.decoder_forward_only import DecoderForwardOnly
 from engine.runtime.encoder_runner import EncoderRunner
-from engine.runtime.model_runner import ModelRunner
+from engine.runtime.model_runner import ModelRunner, resolve_device
 from engine.scheduler.encoder_loop import EncoderServer
 from engine.scheduler.forward_only import ForwardOnlyQueue
 from engine.scheduler.scheduler import Scheduler
@@ -43,6 +44,9 @@ def run_scheduler_process(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s scheduler %(levelname)s %(message)s")
     try:
         torch.manual_seed(config.random_seed)
+        if config.tp_size > 1:
+            # NOTE: rank 0 is this process; the workers (scheduler/tp_worker.py) join here.
+            init_tensor_parallel(0, config.tp_size, rendezvous_path(str(port_args.directory)), resolve_device(config.device))
         context = zmq.Context()
         inbox = pull_socket(context, port_args.scheduler_input)
         outbox = push_socket(context, port_args.detokenizer_input)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from engine.distributed.tp_checks import tp_problems
 from engine.engine_config import EngineConfig
 from engine.function_call.registry import TOOL_CALL_DETECTORS
 from engine.reasoning.registry import REASONING_FORMATS
@@ -45,6 +46,7 @@ class ServerArgs:
     skip_server_warmup: bool = False
     batch_notify_size: int = 16
     tokenizer_worker_num: int = 1
+    tp_size: int = 1
 
     @property
     def model_name(self) -> str:
@@ -66,6 +68,7 @@ class ServerArgs:
             disable_cuda_graph=self.disable_cuda_graph,
             random_seed=self.random_seed,
             is_embedding=self.is_embedding,
+            tp_size=self.tp_size,
         )
 
     def public_dict(self) -> dict[str, Any]:
@@ -116,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-notify-size", type=int, default=16)
     # NOTE: HTTP/tokenizer processes sharing the port (SGLang's multi-tokenizer mode).
     p.add_argument("--tokenizer-worker-num", type=int, default=1)
+    # NOTE: tensor parallelism: the model sharded over N processes (engine/distributed).
+    p.add_argument("--tp-size", type=int, default=1)
     return p
 
 
@@ -155,4 +160,6 @@ def _contradictions(ns: argparse.Namespace) -> list[str]:
         problems.append(f"--tokenizer-worker-num must be >= 1, got {ns.tokenizer_worker_num}")
     if ns.api_key is not None and not ns.api_key:
         problems.append("--api-key must not be empty")
+    if not problems:
+        problems.extend(tp_problems(ns.model_path, ns.tp_size, ns.is_embedding))
     return problems

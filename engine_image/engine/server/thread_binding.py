@@ -30,9 +30,9 @@ def scheduler_cpu_affinity() -> str | None:
 
 
 @contextmanager
-def bound_omp_threads() -> Iterator[None]:
-    """Within: processes spawned bind their OpenMP threads one per allowed CPU."""
-    affinity = scheduler_cpu_affinity()
+def bound_omp_threads(enabled: bool = True) -> Iterator[None]:
+    """Within: processes spawned bind their OpenMP threads one per allowed CPU (if ``enabled``)."""
+    affinity = scheduler_cpu_affinity() if enabled else None
     if affinity is None:
         yield
         return

@@ -38,10 +38,11 @@ def test_real_nvml_reports_no_gpu_cleanly() -> None:
 
 
 def start_report(
-    smollm2_dir: Path, tmp_path: Path, probe: GpuProbe, context: int
+    smollm2_dir: Path, tmp_path: Path, probe: GpuProbe, context: int, tp_size: int = 1
 ) -> ReadinessReport:
     return check_for_start(
-        str(smollm2_dir), None, "process", None, context, gpu_probe=probe, store=ModelStore(tmp_path)
+        str(smollm2_dir), None, "process", None, context, gpu_probe=probe, store=ModelStore(tmp_path),
+        tp_size=tp_size,
     )
 
 
@@ -66,3 +67,16 @@ def test_no_gpu_blocks_the_gpu_option_only(smollm2_dir: Path, tmp_path: Path) ->
     assert [b.id for b in report.blockers] == ["nvidia-gpu-missing"]
     assert report.memory is not None  # the estimate is still a fact
     assert report.ready()
+
+
+def test_tensor_parallel_sizes_each_gpu_for_its_share(smollm2_dir: Path, tmp_path: Path) -> None:
+    whole = start_report(smollm2_dir, tmp_path, FakeNvmlProbe(), 2048).memory
+    assert whole is not None
+    # NOTE: each GPU a little short of the whole model, roomy for a half of weights and KV.
+    free_gib = (whole.total - 0.5 * (whole.weights + whole.kv_cache) / 2) / GIB
+    one = start_report(smollm2_dir, tmp_path, FakeNvmlProbe(free_gib, free_gib), 2048)
+    assert [b.id for b in one.blockers] == ["model-does-not-fit-vram"]
+    two = start_report(smollm2_dir, tmp_path, FakeNvmlProbe(free_gib, free_gib), 2048, tp_size=2)
+    assert not two.blockers
+    three = start_report(smollm2_dir, tmp_path, FakeNvmlProbe(free_gib, free_gib), 2048, tp_size=3)
+    assert [b.title for b in three.blockers] == ["--tp-size 3 needs 3 GPUs; NVML sees 2"]

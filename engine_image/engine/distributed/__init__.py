@@ -1,0 +1,1 @@
+"""Tensor parallelism (``--tp-size N``): one scheduler (rank 0) driving N-1 worker processes."""
