@@ -72,11 +72,12 @@ class CacheAware:
     def choose(
         self, ready: Sequence[Backend], inflight: InFlight, payload: dict[str, Any] | None
     ) -> Backend:
-        text = routing_text(payload) if payload else ""
         if len(ready) == 1:
-            chosen = ready[0]
-        else:
-            chosen = self._choose(ready, {b.id: inflight(b.id) for b in ready}, text)
+            # NOTE: a model with one replica (the usual local case) costs no tree work; once a
+            # second replica appears, conversations already running look new, once.
+            return ready[0]
+        text = routing_text(payload) if payload else ""
+        chosen = self._choose(ready, {b.id: inflight(b.id) for b in ready}, text)
         if text:
             self.tree.insert(text, chosen.id)
         return chosen

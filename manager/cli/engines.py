@@ -91,6 +91,14 @@ def start(
             callback=_keep_alive_option,
         ),
     ] = None,
+    replicas: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Run N engines of the model, each on its own port (PORT, PORT+1, ...) and its "
+            "own GPU(s) or CPU share, one served name: the router routes over them.",
+        ),
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
@@ -108,14 +116,34 @@ def start(
     # is made absolute here, where the user typed it.
     if repo.startswith(PATH_PREFIXES):
         repo = str(Path(repo).expanduser().absolute())
-    request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus)
+    from manager.lifecycle.replicas import replica_port
+
+    requests = [
+        StartRequest(
+            repo, runtime.value, replica_port(port, i), served_model_name, timeout, gpus,
+            replica=i, replicas=replicas,
+        )
+        for i in range(replicas)
+    ]
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
+    done: list[Started] = []
     with errors_as_one_line(), progress() as live:
         supervisor_up.result()
         client = EngineClient.from_paths(paths)
-        started = client.start(request, live, announce, keep_alive)
-    _print_started(started, as_json)
+        try:
+            for request in requests:
+                done.append(client.start(request, live, announce, keep_alive))
+        except BaseException:
+            # NOTE: all replicas or none: those already up are stopped before the error shows.
+            for started in done:
+                client.stop(started.record.id)
+            raise
+    if as_json and replicas > 1:
+        typer.echo(json.dumps([_as_json(s) for s in done], indent=2))
+        return
+    for started in done:
+        _print_started(started, as_json)
 
 
 def restart(
@@ -130,10 +158,14 @@ def restart(
     _print_started(started, as_json)
 
 
+def _as_json(started: Started) -> dict[str, object]:
+    return {**started.record.to_json(), "router_url": started.router_url}
+
+
 def _print_started(started: Started, as_json: bool) -> None:
     record = started.record
     if as_json:
-        typer.echo(json.dumps({**record.to_json(), "router_url": started.router_url}, indent=2))
+        typer.echo(json.dumps(_as_json(started), indent=2))
         return
     spec = record.handle.spec
     typer.echo(f"ready: {spec.served_name} (engine {record.id}, port {spec.port})")
