@@ -104,16 +104,16 @@ def _entry_actions(
         else:
             actions.append(Action(Step.STOP, entry.key, "beyond the entry's replicas", record=record))
     for replica in range(entry.replicas):
-        record = slots.get(replica)
-        if record is None and replica == 0:
+        found = slots.get(replica)
+        if found is None and replica == 0:
             actions.append(_by_hand_action(entry, by_hand))
-        elif record is None:
+        elif found is None:
             reason = f"{entry.repo} has no replica {replica + 1} running"
             actions.append(Action(Step.START, entry.key, reason, entry, replica=replica))
-        elif record.labels.get(SPEC_LABEL) != entry.spec_hash:
-            actions.append(Action(Step.RESTART, entry.key, "its spec changed", entry, record, replica))
+        elif found.labels.get(SPEC_LABEL) != entry.spec_hash:
+            actions.append(Action(Step.RESTART, entry.key, "its spec changed", entry, found, replica))
         else:
-            actions.append(Action(Step.KEEP, entry.key, "up to date", entry, record, replica))
+            actions.append(Action(Step.KEEP, entry.key, "up to date", entry, found, replica))
     return actions
 
 

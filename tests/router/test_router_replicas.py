@@ -118,7 +118,7 @@ def test_a_replica_killed_mid_run_loses_no_request_that_had_not_started(
     streamer.join(120)
     assert results == [200] * 6
     metrics = httpx.get(f"{replicas.router.url}/metrics", timeout=10).text
-    closed = re.search(r'^gomgr_router_upstream_errors_total\{[^}]*kind="closed"[^}]*\} (\S+)$', metrics, re.M)
+    closed = re.search(r'^gomgr_router_upstream_errors_total\{[^}]*kind="closed"[^}]*\} (\S+)$', metrics, re.MULTILINE)
     assert closed is not None and float(closed.group(1)) >= 1, "no request was in flight on the victim"
     last = orjson.loads(stream_lines[-1].removeprefix(b"data: "))
     assert last["error"]["code"] == "bad_gateway", stream_lines[-3:]
