@@ -21,7 +21,12 @@ from manager.state.paths import StatePaths
 # and (for start) readiness, the hub client and the docker SDK, and `gomgr --help`, which
 # loads this module, should pay for none of them.
 if TYPE_CHECKING:
-    from manager.lifecycle.start_request import Started
+    from collections.abc import Callable
+    from concurrent.futures import Future
+
+    from manager.lifecycle.start_request import Started, StartRequest
+    from manager.models.progress import Progress
+    from manager.supervisor.engine_client import EngineClient
 
 
 class RuntimeChoice(StrEnum):
@@ -127,18 +132,12 @@ def start(
     ]
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
-    done: list[Started] = []
     with errors_as_one_line(), progress() as live:
         supervisor_up.result()
         client = EngineClient.from_paths(paths)
-        try:
-            for request in requests:
-                done.append(client.start(request, live, announce, keep_alive))
-        except BaseException:
-            # NOTE: all replicas or none: those already up are stopped before the error shows.
-            for started in done:
-                client.stop(started.record.id)
-            raise
+        done = [
+            client.start(request, live, announce, keep_alive) for request in requests[:1]
+        ] if replicas == 1 else _start_replicas(client, requests, live, announce, keep_alive)
     if as_json and replicas > 1:
         typer.echo(json.dumps([_as_json(s) for s in done], indent=2))
         return
@@ -156,6 +155,39 @@ def restart(
     with errors_as_one_line(), progress() as live:
         started = EngineClient.from_paths(StatePaths.from_env()).restart(target, live, announce, timeout)
     _print_started(started, as_json)
+
+
+def _start_replicas(
+    client: EngineClient, requests: list[StartRequest], live: Progress,
+    announce: Callable[[str], None], keep_alive: str | None,
+) -> list[Started]:
+    """The replicas started side by side (each loads while the others do), all or none: when
+    one fails, those that started are stopped before the error shows.
+
+    NOTE: Ctrl-C cannot cut a start short in a worker thread; it waits for the starts to end,
+    then stops every replica that came up, so nothing is left running.
+    """
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    with ThreadPoolExecutor(len(requests)) as pool:
+        futures = [pool.submit(client.start, r, live, announce, keep_alive) for r in requests]
+        try:
+            wait(futures)
+        except BaseException:
+            wait(futures)
+            _stop_started(client, futures)
+            raise
+    failed = [exc for f in futures if (exc := f.exception()) is not None]
+    if failed:
+        _stop_started(client, futures)
+        raise failed[0]
+    return [f.result() for f in futures]
+
+
+def _stop_started(client: EngineClient, futures: list[Future[Started]]) -> None:
+    for future in futures:
+        if future.exception() is None:
+            client.stop(future.result().record.id)
 
 
 def _as_json(started: Started) -> dict[str, object]:
