@@ -51,8 +51,18 @@ def replica_share(gpus: str, replica: int, replicas: int, gpus_seen: int) -> Rep
         group = pinned[replica * each : (replica + 1) * each]
         return ReplicaShare(",".join(map(str, group)), ())
     cpus = cpu_share(sorted(os.sched_getaffinity(0)), replica, replicas)
-    threads = ((OMP_THREADS, str(len(cpus))), (OMP_AFFINITY, " ".join(map(str, cpus))))
-    return ReplicaShare("none" if gpus == "none" else gpus, threads)
+    return ReplicaShare(gpus, cpu_env(cpus))
+
+
+def cpu_env(cpus: Sequence[int]) -> tuple[tuple[str, str], ...]:
+    """The environment that gives an engine the CPUs `cpus`: one OpenMP thread bound to each."""
+    return ((OMP_THREADS, str(len(cpus))), (OMP_AFFINITY, " ".join(map(str, cpus))))
+
+
+def cpus_of(env: Sequence[tuple[str, str]]) -> tuple[int, ...]:
+    """The CPU share `cpu_env` gave an engine, read back from its environment; () for none."""
+    bound = dict(env).get(OMP_AFFINITY, "")
+    return tuple(int(c) for c in bound.split()) if bound.replace(" ", "").isdigit() else ()
 
 
 def cpu_share(cpus: Sequence[int], replica: int, replicas: int) -> tuple[int, ...]:

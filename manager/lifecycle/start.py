@@ -14,7 +14,7 @@ from manager.lifecycle.gpus import gpu_pins
 from manager.lifecycle.health_wait import never, wait_until_healthy
 from manager.lifecycle.planning import check_before_download, plan_start
 from manager.lifecycle.reconcile import reconcile
-from manager.lifecycle.replicas import ReplicaShare, replica_share
+from manager.lifecycle.replicas import ReplicaShare, cpu_env, replica_share
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start_request import Started, StartRequest
 from manager.models.progress import Progress
@@ -94,6 +94,8 @@ def start_engine(
 
 
 def _share(request: StartRequest) -> ReplicaShare:
+    if request.cpus:
+        return ReplicaShare(request.gpus, cpu_env(request.cpus))
     if request.replicas == 1:
         return ReplicaShare(request.gpus, ())
     asks_nvml = not gpu_pins(request.gpus) and request.gpus != "none"

@@ -30,6 +30,7 @@ class StartRequest:
     # CPUs are its share of the machine (manager/lifecycle/replicas.py); `port` is its own.
     replica: int = 0
     replicas: int = 1
+    cpus: tuple[int, ...] = ()  # a CPU share to keep (a restarted replica's); (): from the above
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,12 @@ from manager.lifecycle.errors import StartBlocked
 from manager.lifecycle.replicas import (
     OMP_AFFINITY,
     OMP_THREADS,
+    cpu_env,
     cpu_share,
     replica_port,
     replica_share,
 )
+from manager.lifecycle.restart import restart_request
 from manager.state.records import EngineRecord
 from tests.manager.apply.test_apply_units import _entry, _record
 
@@ -75,3 +77,12 @@ def test_replica_shares_split_gpus_or_cpus() -> None:
     assert cpu_share([0, 1, 2, 3], 1, 2) == (2, 3)
     assert [cpu_share([0, 1], i, 3) for i in range(3)] == [(0,), (1,), (0,)]
     assert replica_share("auto", 0, 1, gpus_seen=0).env == ()
+
+
+def test_a_restarted_replica_keeps_its_cpu_share() -> None:
+    record = _replica("a-1", 2, 1)
+    spec = dataclasses.replace(record.handle.spec, env=(("X", "1"), *cpu_env((2, 3))))
+    shared = dataclasses.replace(record, handle=dataclasses.replace(record.handle, spec=spec))
+    request = restart_request(shared)
+    assert request.cpus == (2, 3) and request.labels == shared.labels
+    assert restart_request(_replica("a-0", 2, 0)).cpus == ()
