@@ -96,9 +96,10 @@ class Proxy:
                     upstream = await self._pool.post(backend.base_url, target, sent, body)
                 except ConnectFailed as exc:
                     self._metrics.upstream_error(backend.id, "connect")
-                    self._registry.set_state(
-                        backend.id, BackendState.DEAD, f"connection refused: {exc}"
-                    )
+                    # NOTE: a pinned backend (--backends FILE) waits for its upstream, as the
+                    # health monitor has it; any other is gone until its owner registers it.
+                    gone = BackendState.STARTING if backend.pinned else BackendState.DEAD
+                    self._registry.set_state(backend.id, gone, f"connection refused: {exc}")
                     continue
                 except ClosedBeforeResponse as exc:
                     self._metrics.upstream_error(backend.id, "closed")
