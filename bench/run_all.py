@@ -23,6 +23,7 @@ from bench import (
     engine_streaming,
     engine_vs_transformers,
     grammar_cost,
+    replica_routing,
     router_overhead,
     sse_encoder,
     supervisor_overhead,
@@ -100,6 +101,12 @@ def run_engine_small_requests() -> str:
     return section(result["date"], result["machine"], result["command"], table)
 
 
+def run_replica_routing() -> str:
+    result = replica_routing.run(replica_routing.parse_args([]))
+    table = replica_routing.markdown_table(result)
+    return section(result["date"], result["machine"], result["command"], table)
+
+
 def run_serving(*argv: str) -> Callable[[], str]:
     def run() -> str:
         result = serving_cli.run_and_save(list(argv))
@@ -128,6 +135,7 @@ BENCHMARKS: dict[str, Callable[[], str]] = {
     "supervisor_overhead": run_supervisor_overhead,
     "engine_footprint": run_engine_footprint,
     "engine_small_requests": run_engine_small_requests,
+    "replica_routing": run_replica_routing,
     "serving": run_serving(),
     "quantized_serving": run_serving("--section", "quantized"),
 }

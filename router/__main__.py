@@ -7,6 +7,7 @@ from pathlib import Path
 
 from router.app import serve
 from router.config import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, RouterConfig
+from router.routing_policy import RoutingPolicyName
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[RouterConfig, str]:
@@ -27,6 +28,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[RouterConfig, str]:
         "--backends", type=Path, default=None,
         help="a YAML file of backends to register at start-up and keep while unreachable",
     )
+    parser.add_argument(
+        "--routing-policy", type=RoutingPolicyName, choices=list(RoutingPolicyName),
+        default=RoutingPolicyName.CACHE_AWARE, help="how a model's replicas share its requests",
+    )
+    parser.add_argument("--tls-certfile", type=Path, default=None, help="PEM certificate: serve HTTPS")
+    parser.add_argument("--tls-keyfile", type=Path, default=None, help="PEM private key of --tls-certfile")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     config = RouterConfig(
@@ -34,6 +41,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[RouterConfig, str]:
         api_keys=tuple(args.api_key), cors_origins=tuple(args.cors_origin),
         max_body_bytes=args.max_body_bytes, health_interval_s=args.health_interval,
         loading_progress=args.loading_progress, backends_file=args.backends,
+        routing_policy=args.routing_policy, tls_certfile=args.tls_certfile,
+        tls_keyfile=args.tls_keyfile,
     )
     return config, args.log_level
 

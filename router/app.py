@@ -33,6 +33,7 @@ from router.ollama_routes import OllamaRoutes
 from router.on_demand import OnDemand
 from router.proxy import Proxy
 from router.registry import Registry
+from router.routing_policy import make_policy
 from router.static_backends import load_static_backends
 from router.upstream import UpstreamPool
 
@@ -81,7 +82,7 @@ def create_app(
     if loader is not None and registry is None:
         raise ValueError("a loader needs the Registry it registers its engines in")
     token = load_or_create_token(config.token_path())
-    registry = registry if registry is not None else Registry()
+    registry = registry if registry is not None else Registry(make_policy(config.routing_policy))
     # NOTE: read before serving, so a bad file is one line and nothing listens.
     pinned = load_static_backends(config.backends_file) if config.backends_file else []
     metrics = RouterMetrics()
@@ -163,6 +164,8 @@ def serve(
 ) -> None:
     """Run the router until SIGINT/SIGTERM, on its port and, if set, the Ollama port too;
     the rest as in `create_app`."""
+    if problem := config.exposure_problem():
+        raise SystemExit(f"error: {problem}")  # NOTE: one line, before anything listens
     app = create_app(config, loader, registry=registry, owner_routes=owner_routes)
     logger.info("admin token file: %s", config.token_path())
     # NOTE: one server on both sockets, so both ports share one registry and one lifespan.
@@ -181,6 +184,8 @@ def serve(
             http="httptools",
             # NOTE: the router reads no client addresses; X-Forwarded-* parsing per request is waste.
             proxy_headers=False,
+            ssl_certfile=config.tls_certfile,
+            ssl_keyfile=config.tls_keyfile,
         )
     )
     server.run(sockets=sockets)

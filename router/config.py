@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+
+from router.routing_policy import RoutingPolicyName
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -33,6 +36,31 @@ class RouterConfig:
     # of the comments, which chat UIs that show reasoning display (llama-swap's sendLoadingState).
     loading_progress: bool = False
     backends_file: Path | None = None  # backends registered at start-up and kept (pinned)
+    # NOTE (issue 27): how a model's replicas share its requests (router/routing_policy.py).
+    routing_policy: RoutingPolicyName = RoutingPolicyName.CACHE_AWARE
+    # NOTE: both or neither: the front door then speaks HTTPS only (PEM files).
+    tls_certfile: Path | None = None
+    tls_keyfile: Path | None = None
+
+    def exposure_problem(self) -> str | None:
+        """Why the front door may not listen as configured; None when it may.
+
+        Beyond loopback the router is reachable by others, so it needs client keys and TLS,
+        or every prompt and key crosses the network in clear to anyone who asks.
+        """
+        if (self.tls_certfile is None) != (self.tls_keyfile is None):
+            return "give both --tls-certfile and --tls-keyfile, or neither"
+        for path in (self.tls_certfile, self.tls_keyfile):
+            if path is not None and not path.is_file():
+                return f"TLS file {path} does not exist"
+        if _is_loopback(self.host):
+            return None
+        if not self.api_keys or self.tls_certfile is None:
+            return (
+                f"refusing to listen on {self.host} without an API key and TLS: add --api-key "
+                "and --tls-certfile/--tls-keyfile, or listen on 127.0.0.1"
+            )
+        return None
 
     def token_path(self) -> Path:
         if self.admin_token_file is not None:
@@ -41,6 +69,15 @@ class RouterConfig:
             return Path(env)
         state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         return Path(state) / "gomgr" / "router.token"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # NOTE: a host name other than localhost may resolve to anything
 
 
 def load_or_create_token(path: Path) -> str:

@@ -110,7 +110,7 @@ class Dispatch:
                 headers=forwarded,
                 payload=payload,
                 raw_body=raw,
-                pick=lambda: self._registry.pick(model, kinds),
+                pick=lambda avoid: self._registry.pick(model, kinds, payload, avoid),
             )
 
         if entry is None:

@@ -26,7 +26,7 @@ class Unreachable(Exception):
 async def probe(client: httpx.AsyncClient, backend: Backend) -> BackendState | None:
     """The state /health implies, or None when it did not answer in time."""
     try:
-        response = await client.get(f"{backend.base_url}/health")
+        response = await client.get(f"{backend.base_url}/health", headers=_auth(backend))
     except httpx.ConnectError as exc:
         raise Unreachable(str(exc) or type(exc).__name__) from exc
     except httpx.TransportError:
@@ -53,7 +53,7 @@ async def discover(client: httpx.AsyncClient, backend: Backend) -> dict[str, obj
 
 async def _from_model_list(client: httpx.AsyncClient, backend: Backend) -> dict[str, object]:
     try:
-        response = await client.get(f"{backend.base_url}/v1/models")
+        response = await client.get(f"{backend.base_url}/v1/models", headers=_auth(backend))
         cards = response.json().get("data", []) if response.status_code == 200 else []
     except (httpx.HTTPError, ValueError, AttributeError):
         return {}
@@ -72,11 +72,16 @@ async def _capabilities(client: httpx.AsyncClient, backend: Backend) -> tuple[st
     """From the engine's (and SGLang's) /get_model_info; () when the backend has none (vLLM,
     llama.cpp), so that it is asked only once."""
     try:
-        response = await client.get(f"{backend.base_url}/get_model_info")
+        response = await client.get(f"{backend.base_url}/get_model_info", headers=_auth(backend))
         info = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
         return ()
     return capabilities_from_model_info(info) if isinstance(info, dict) else ()
+
+
+def _auth(backend: Backend) -> dict[str, str]:
+    """The backend's own key (a remote engine's), as the proxy sends it with requests."""
+    return {"authorization": f"Bearer {backend.api_key}"} if backend.api_key else {}
 
 
 class HealthMonitor:

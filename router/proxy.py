@@ -12,7 +12,13 @@ from router.backend import Backend, BackendState
 from router.errors import RouterError, bad_gateway, error_body
 from router.metrics import RouterMetrics
 from router.registry import Registry
-from router.upstream import ConnectFailed, UpstreamError, UpstreamPool, UpstreamResponse
+from router.upstream import (
+    ClosedBeforeResponse,
+    ConnectFailed,
+    UpstreamError,
+    UpstreamPool,
+    UpstreamResponse,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +43,11 @@ DROP_REQUEST = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"expect"}
 # Without content-length uvicorn sends chunks, so a backend that dies mid-body still ends
 # the response cleanly (see `_stream_error`).
 _DROP_RESPONSE = _HOP_BY_HOP | {b"date", b"server"}
-# NOTE: a refused connection means the request never reached the backend, so another one
-# for the same model may take it; bounded so a model whose replicas all died fails fast.
+# NOTE: a refused connection means the request never reached the backend, and a connection
+# closed before any answer means the backend went away before it answered (a replica killed
+# mid-run): either way nothing reached the client and generating has no side effects, so
+# another replica of the model takes the request; bounded so a model whose replicas all
+# died fails fast.
 MAX_CONNECT_ATTEMPTS = 3
 
 
@@ -59,15 +68,16 @@ class Proxy:
         headers: list[tuple[bytes, bytes]],
         payload: dict[str, object],
         raw_body: bytes,
-        pick: Callable[[], Backend],
+        pick: Callable[[frozenset[str]], Backend],
     ) -> None:
-        """Proxy one request: `pick` chooses the backend (again after a refused connection).
+        """Proxy one request: `pick` chooses the backend, again avoiding those that failed it.
 
         `headers` are the client's, already without `DROP_REQUEST`.
         """
+        failed: frozenset[str] = frozenset()
         for _ in range(MAX_CONNECT_ATTEMPTS):
             try:
-                backend = pick()  # NOTE: 404/503 once no backend is left
+                backend = pick(failed)  # NOTE: 404/503 once no backend is left
             except RouterError as exc:
                 await self.send_error(send, route, exc)
                 return
@@ -86,9 +96,15 @@ class Proxy:
                     upstream = await self._pool.post(backend.base_url, target, sent, body)
                 except ConnectFailed as exc:
                     self._metrics.upstream_error(backend.id, "connect")
-                    self._registry.set_state(
-                        backend.id, BackendState.DEAD, f"connection refused: {exc}"
-                    )
+                    # NOTE: a pinned backend (--backends FILE) waits for its upstream, as the
+                    # health monitor has it; any other is gone until its owner registers it.
+                    gone = BackendState.STARTING if backend.pinned else BackendState.DEAD
+                    self._registry.set_state(backend.id, gone, f"connection refused: {exc}")
+                    continue
+                except ClosedBeforeResponse as exc:
+                    self._metrics.upstream_error(backend.id, "closed")
+                    logger.warning("backend %s closed before answering (%s); trying another", backend.id, exc)
+                    failed |= {backend.id}
                     continue
                 except UpstreamError as exc:
                     self._metrics.upstream_error(backend.id, "transport")

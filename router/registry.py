@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from router.backend import Backend, BackendState
 from router.errors import RouterError, model_not_found
+from router.routing_policy import LeastInFlight, RoutingPolicy
 
 EventType = Literal["registered", "updated", "state", "removed"]
 # NOTE: a subscriber that falls this far behind is dropped (its stream ends) rather than
@@ -33,7 +34,8 @@ class _Closed:
 
 
 class Registry:
-    def __init__(self) -> None:
+    def __init__(self, policy: RoutingPolicy | None = None) -> None:
+        self._policy: RoutingPolicy = policy or LeastInFlight()
         self._backends: dict[str, Backend] = {}
         self._inflight: dict[str, int] = {}
         self._subscribers: set[asyncio.Queue[Event | _Closed]] = set()
@@ -69,8 +71,15 @@ class Registry:
         """The served model name that `name` (a served name or an alias) stands for, if any."""
         return next((b.model for b in self._backends.values() if name in b.names()), None)
 
-    def pick(self, model: str, kinds: frozenset[str] | None = None) -> Backend:
-        """The ready backend for `model` (served name or alias) with the fewest requests in flight."""
+    def pick(
+        self,
+        model: str,
+        kinds: frozenset[str] | None = None,
+        payload: dict[str, Any] | None = None,
+        avoid: frozenset[str] = frozenset(),
+    ) -> Backend:
+        """The ready backend for `model` (served name or alias) that the routing policy
+        chooses for the request `payload`; not one in `avoid` while another is ready."""
         named = [b for b in self._backends.values() if model in b.names()]
         if not named:
             raise model_not_found(model, sorted({b.model for b in self.listed()}))
@@ -85,7 +94,8 @@ class Registry:
             )
         ready = [b for b in usable if b.state is BackendState.READY]
         if ready:
-            return min(ready, key=lambda b: self._inflight.get(b.id, 0))
+            fresh = [b for b in ready if b.id not in avoid] or ready
+            return self._policy.choose(fresh, self.inflight, payload)
         state = "starting" if any(b.state is BackendState.STARTING for b in usable) else "draining"
         raise RouterError(
             503,
@@ -99,6 +109,8 @@ class Registry:
 
     def register(self, backend: Backend) -> Backend:
         """Add `backend`, or replace the one with its id (an owner re-registering after a restart)."""
+        if backend.id in self._backends:
+            self._policy.forget(backend.id)  # NOTE: a restarted engine's cache is empty
         self._backends[backend.id] = backend
         self._inflight.setdefault(backend.id, 0)
         self._publish(Event("registered", backend))
@@ -130,6 +142,7 @@ class Registry:
     def remove(self, backend_id: str, reason: str) -> Backend | None:
         backend = self._backends.pop(backend_id, None)
         if backend is not None:
+            self._policy.forget(backend_id)
             self._publish(Event("removed", backend, reason))
         return backend
 

@@ -31,6 +31,10 @@ class ConnectFailed(UpstreamError):
     """Nothing accepted the connection, so the request never reached the upstream."""
 
 
+class ClosedBeforeResponse(UpstreamError):
+    """The upstream closed the connection before a byte of its answer: it went away."""
+
+
 @dataclass(frozen=True)
 class Origin:
     scheme: str
@@ -135,9 +139,11 @@ class _Connection(asyncio.Protocol):
             if self._until_close:
                 self.complete = True
             else:
-                where = "mid-body" if self.headers_done else "before the response"
                 why = f": {exc}" if exc else ""
-                self.error = UpstreamError(f"the connection closed {where}{why}")
+                if self.headers_done:
+                    self.error = UpstreamError(f"the connection closed mid-body{why}")
+                else:
+                    self.error = ClosedBeforeResponse(f"the connection closed before the response{why}")
         self._wake()
 
     # -- httptools callbacks -----------------------------------------------------------

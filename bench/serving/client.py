@@ -24,6 +24,8 @@ class Result:
     output_tokens: int = 0
     text: str = ""
     tag: str = ""  # e.g. the turn of a conversation
+    prompt_tokens: int = 0  # from the usage, where the server reports it
+    cached_tokens: int = 0  # of those, found in the server's prefix cache
 
     @property
     def itl_s(self) -> list[float]:
@@ -69,6 +71,9 @@ async def send(
                 event = json.loads(line[6:])
                 if usage := event.get("usage"):
                     usage_tokens = usage.get("completion_tokens")
+                    result.prompt_tokens = usage.get("prompt_tokens") or 0
+                    details = usage.get("prompt_tokens_details") or {}
+                    result.cached_tokens = details.get("cached_tokens") or 0
                 if text := _content(event):
                     result.chunk_times_s.append(now)
                     pieces.append(text)

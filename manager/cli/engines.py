@@ -21,7 +21,12 @@ from manager.state.paths import StatePaths
 # and (for start) readiness, the hub client and the docker SDK, and `gomgr --help`, which
 # loads this module, should pay for none of them.
 if TYPE_CHECKING:
-    from manager.lifecycle.start_request import Started
+    from collections.abc import Callable
+    from concurrent.futures import Future
+
+    from manager.lifecycle.start_request import Started, StartRequest
+    from manager.models.progress import Progress
+    from manager.supervisor.engine_client import EngineClient
 
 
 class RuntimeChoice(StrEnum):
@@ -91,6 +96,14 @@ def start(
             callback=_keep_alive_option,
         ),
     ] = None,
+    replicas: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Run N engines of the model, each on its own port (PORT, PORT+1, ...) and its "
+            "own GPU(s) or CPU share, one served name: the router routes over them.",
+        ),
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
@@ -108,14 +121,28 @@ def start(
     # is made absolute here, where the user typed it.
     if repo.startswith(PATH_PREFIXES):
         repo = str(Path(repo).expanduser().absolute())
-    request = StartRequest(repo, runtime.value, port, served_model_name, timeout, gpus)
+    from manager.lifecycle.replicas import replica_port
+
+    requests = [
+        StartRequest(
+            repo, runtime.value, replica_port(port, i), served_model_name, timeout, gpus,
+            replica=i, replicas=replicas,
+        )
+        for i in range(replicas)
+    ]
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with errors_as_one_line(), progress() as live:
         supervisor_up.result()
         client = EngineClient.from_paths(paths)
-        started = client.start(request, live, announce, keep_alive)
-    _print_started(started, as_json)
+        done = [
+            client.start(request, live, announce, keep_alive) for request in requests[:1]
+        ] if replicas == 1 else _start_replicas(client, requests, live, announce, keep_alive)
+    if as_json and replicas > 1:
+        typer.echo(json.dumps([_as_json(s) for s in done], indent=2))
+        return
+    for started in done:
+        _print_started(started, as_json)
 
 
 def restart(
@@ -130,10 +157,47 @@ def restart(
     _print_started(started, as_json)
 
 
+def _start_replicas(
+    client: EngineClient, requests: list[StartRequest], live: Progress,
+    announce: Callable[[str], None], keep_alive: str | None,
+) -> list[Started]:
+    """The replicas started side by side (each loads while the others do), all or none: when
+    one fails, those that started are stopped before the error shows.
+
+    NOTE: Ctrl-C cannot cut a start short in a worker thread; it waits for the starts to end,
+    then stops every replica that came up, so nothing is left running.
+    """
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    with ThreadPoolExecutor(len(requests)) as pool:
+        futures = [pool.submit(client.start, r, live, announce, keep_alive) for r in requests]
+        try:
+            wait(futures)
+        except BaseException:
+            wait(futures)
+            _stop_started(client, futures)
+            raise
+    failed = [exc for f in futures if (exc := f.exception()) is not None]
+    if failed:
+        _stop_started(client, futures)
+        raise failed[0]
+    return [f.result() for f in futures]
+
+
+def _stop_started(client: EngineClient, futures: list[Future[Started]]) -> None:
+    for future in futures:
+        if future.exception() is None:
+            client.stop(future.result().record.id)
+
+
+def _as_json(started: Started) -> dict[str, object]:
+    return {**started.record.to_json(), "router_url": started.router_url}
+
+
 def _print_started(started: Started, as_json: bool) -> None:
     record = started.record
     if as_json:
-        typer.echo(json.dumps({**record.to_json(), "router_url": started.router_url}, indent=2))
+        typer.echo(json.dumps(_as_json(started), indent=2))
         return
     spec = record.handle.spec
     typer.echo(f"ready: {spec.served_name} (engine {record.id}, port {spec.port})")

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from router.routing_policy import RoutingPolicyName
+
 
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -26,6 +28,10 @@ def serve(
         typer.Option(help="Admin token file (0600; created if absent). Default: "
                      "$GOMGR_ROUTER_TOKEN_FILE, else ${XDG_STATE_HOME:-~/.local/state}/gomgr/router.token."),
     ] = None,
+    routing_policy: Annotated[
+        RoutingPolicyName,
+        typer.Option(help="How a model's replicas share requests: by cached prefix, or by load."),
+    ] = RoutingPolicyName.CACHE_AWARE,
 ) -> None:
     """Serve every model in the store until Ctrl-C: each loads on its first request and unloads
     after $GOMGR_KEEP_ALIVE (default 5m) idle; $GOMGR_MAX_LOADED_MODELS caps how many are loaded."""
@@ -36,4 +42,5 @@ def serve(
     serve_supervised(RouterConfig(
         host=host, port=port, ollama_port=ollama_port, admin_token_file=admin_token_file,
         api_keys=tuple(api_key or ()), cors_origins=tuple(cors_origin or ()),
+        routing_policy=routing_policy,
     ))

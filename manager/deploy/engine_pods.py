@@ -117,9 +117,7 @@ def _pod(engine: DesiredEngine, options: RenderOptions) -> EnginePod:
         manifest=effective.name, image=image, command=plan.container.entrypoint,
         args=tuple(container_command((*plan.engine_args, *tp_args))), env=plan.env,
         shm_size=_quantity(plan.container.shm_size), gpus=gpus,
-        # NOTE: `replicas: N` of the desired-state file (issue 27's replicas work) once the
-        # file has it; one pod until then.
-        replicas=int(getattr(engine, "replicas", 1)),
+        replicas=engine.replicas,  # NOTE: `replicas: N` of the desired-state file
     )
 
 

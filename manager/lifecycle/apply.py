@@ -10,6 +10,7 @@ from manager.lifecycle.apply_plan import Action, Plan, Step, plan_apply
 from manager.lifecycle.desired_state import DesiredEngine, DesiredState
 from manager.lifecycle.errors import LifecycleError
 from manager.lifecycle.reconcile import reconcile
+from manager.lifecycle.replicas import replica_port
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start import start_engine
 from manager.lifecycle.start_request import StartRequest
@@ -36,7 +37,7 @@ class Outcome:
     failure: Failure | None = None
 
     def describe(self) -> str:
-        key = self.action.key
+        key = self.action.target
         if self.failure is not None:
             return f"failed to {self.action.step} {key}: {self.failure.message}"
         if self.record is None:
@@ -81,16 +82,18 @@ class Applier:
         if action.step is Step.ADOPT:
             assert action.record is not None
             adopted = dataclasses.replace(
-                action.record, labels={**action.record.labels, **action.entry.labels()}
+                action.record,
+                labels={**action.record.labels, **action.entry.labels(action.replica)},
             )
             RecordStore(self.paths).save(adopted)
             return adopted
-        return self._start(action.entry)
+        return self._start(action.entry, action.replica)
 
-    def _start(self, entry: DesiredEngine) -> EngineRecord:
+    def _start(self, entry: DesiredEngine, replica: int) -> EngineRecord:
         request = StartRequest(
-            repo=entry.repo, runtime=entry.runtime, port=entry.port,
+            repo=entry.repo, runtime=entry.runtime, port=replica_port(entry.port, replica),
             served_name=entry.served_name, timeout_s=self.timeout_s, aliases=entry.aliases,
-            variant=entry.variant, labels=entry.labels(),
+            variant=entry.variant, labels=entry.labels(replica), replica=replica,
+            replicas=entry.replicas,
         )  # fmt: skip
         return start_engine(request, self.paths, self.progress, self.announce).record

@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from manager.lifecycle.desired_state import ENTRY_LABEL, SPEC_LABEL, DesiredEngine, DesiredState
+from manager.lifecycle.desired_state import (
+    ENTRY_LABEL,
+    REPLICA_LABEL,
+    SPEC_LABEL,
+    DesiredEngine,
+    DesiredState,
+)
 from manager.state.records import EngineRecord
 
 
@@ -35,9 +41,14 @@ class Action:
     reason: str
     entry: DesiredEngine | None = None  # None for STOP
     record: EngineRecord | None = None  # None for START
+    replica: int = 0  # which of the entry's replicas (0-based)
+
+    @property
+    def target(self) -> str:
+        return self.key if not self.replica else f"{self.key} replica {self.replica + 1}"
 
     def describe(self) -> str:
-        target = self.key if self.record is None else f"{self.key} (engine {self.record.id})"
+        target = self.target if self.record is None else f"{self.target} (engine {self.record.id})"
         return f"{self.step} {target}: {self.reason}"
 
 
@@ -83,23 +94,45 @@ def plan_apply(desired: DesiredState, live: Sequence[EngineRecord]) -> Plan:
 def _entry_actions(
     entry: DesiredEngine, mine: list[EngineRecord], by_hand: list[EngineRecord]
 ) -> list[Action]:
-    if mine:
-        first, *extra = mine
-        actions = [
-            Action(Step.STOP, entry.key, "a second engine for one entry", record=r) for r in extra
-        ]
-        if first.labels.get(SPEC_LABEL) != entry.spec_hash:
-            return [*actions, Action(Step.RESTART, entry.key, "its spec changed", entry, first)]
-        return [*actions, Action(Step.KEEP, entry.key, "up to date", entry, first)]
+    """Per replica: keep, restart or start it; engines beyond the replica count are stopped."""
+    slots: dict[int, EngineRecord] = {}
+    actions: list[Action] = []
+    for record in mine:
+        replica = replica_of(record)
+        if replica < entry.replicas and replica not in slots:
+            slots[replica] = record
+        else:
+            actions.append(Action(Step.STOP, entry.key, "beyond the entry's replicas", record=record))
+    for replica in range(entry.replicas):
+        found = slots.get(replica)
+        if found is None and replica == 0:
+            actions.append(_by_hand_action(entry, by_hand))
+        elif found is None:
+            reason = f"{entry.repo} has no replica {replica + 1} running"
+            actions.append(Action(Step.START, entry.key, reason, entry, replica=replica))
+        elif found.labels.get(SPEC_LABEL) != entry.spec_hash:
+            actions.append(Action(Step.RESTART, entry.key, "its spec changed", entry, found, replica))
+        else:
+            actions.append(Action(Step.KEEP, entry.key, "up to date", entry, found, replica))
+    return actions
+
+
+def _by_hand_action(entry: DesiredEngine, by_hand: list[EngineRecord]) -> Action:
+    """The first replica: an engine started by hand that serves the entry's name is adopted
+    when it matches the entry, replaced when not."""
     named = [r for r in by_hand if r.handle.spec.served_name == entry.key]
     if not named:
-        return [Action(Step.START, entry.key, f"{entry.repo} is not running", entry)]
+        return Action(Step.START, entry.key, f"{entry.repo} is not running", entry)
     record = named[0]
     if matches(entry, record):
-        return [
-            Action(Step.ADOPT, entry.key, "started by hand and matches the file", entry, record)
-        ]
-    return [Action(Step.RESTART, entry.key, "started by hand with another spec", entry, record)]
+        return Action(Step.ADOPT, entry.key, "started by hand and matches the file", entry, record)
+    return Action(Step.RESTART, entry.key, "started by hand with another spec", entry, record)
+
+
+def replica_of(record: EngineRecord) -> int:
+    """Which replica of its entry an engine is; 0 for one labelled before replicas existed."""
+    label = record.labels.get(REPLICA_LABEL, "0")
+    return int(label) if label.isdigit() else 0
 
 
 def matches(entry: DesiredEngine, record: EngineRecord) -> bool:

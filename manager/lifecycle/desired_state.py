@@ -9,6 +9,7 @@
         variant: smollm2           # a manifest name layered over the matched one
         idle_unload_after: 10m     # stop it after this long without a request (--watch)
         gpus: 2                    # the GPUs its pod gets (`gomgr deploy render`; 0: CPU)
+        replicas: 3                # engines of it, ports port..port+2, one GPU share each
 
 Pydantic lives only here, at the edge; the lifecycle works on the frozen `DesiredEngine`.
 """
@@ -35,6 +36,7 @@ from manager.models.store import RepoId
 # entry's key, and a hash of the fields whose change needs a restart.
 ENTRY_LABEL = "gomgr.apply/entry"
 SPEC_LABEL = "gomgr.apply/spec"
+REPLICA_LABEL = "gomgr.apply/replica"  # NOTE: absent on engines from before replicas: replica 0
 
 _DURATION_RE = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$")
 _DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -81,6 +83,7 @@ class EngineEntry(BaseModel):
     variant: Name | None = None
     idle_unload_after: Duration | None = None
     gpus: Annotated[int, Field(ge=0)] | None = None
+    replicas: Annotated[int, Field(ge=1, le=64)] = 1
 
     @model_validator(mode="after")
     def _one_model(self) -> EngineEntry:
@@ -108,15 +111,18 @@ class DesiredEngine:
     # NOTE: read by `gomgr deploy render` only (a pod's `nvidia.com/gpu`; None: the tensor
     # parallel size, at least 1); a local start places engines on the GPUs NVML sees.
     gpus: int | None = None
+    replicas: int = 1
 
     @property
     def spec_hash(self) -> str:
-        """What a running engine must match; idle_unload_after changes without a restart."""
+        """What a running engine must match; idle_unload_after and the replica count change
+        without restarting the replicas that stay."""
         fields = [self.repo, self.served_name, self.aliases, self.runtime, self.port, self.variant]
         return hashlib.sha256(json.dumps(fields).encode()).hexdigest()[:16]
 
-    def labels(self) -> dict[str, str]:
-        return {ENTRY_LABEL: self.key, SPEC_LABEL: self.spec_hash}
+    def labels(self, replica: int = 0) -> dict[str, str]:
+        labels = {ENTRY_LABEL: self.key, SPEC_LABEL: self.spec_hash}
+        return {**labels, REPLICA_LABEL: str(replica)} if replica else labels
 
 
 @dataclass(frozen=True)
@@ -178,6 +184,7 @@ def _desired(entry: EngineEntry, base: Path) -> DesiredEngine:
         variant=entry.variant,
         idle_unload_after_s=entry.idle_unload_after,
         gpus=entry.gpus,
+        replicas=entry.replicas,
     )
 
 
@@ -192,12 +199,13 @@ def _clashes(engines: list[DesiredEngine]) -> list[str]:
                     f"engines[{i}].{field}: {name!r} is already served by engines[{names[name]}]"
                 )
             names.setdefault(name, i)
-        if engine.port is not None:
-            if engine.port in ports:
+        for port in [] if engine.port is None else range(engine.port, engine.port + engine.replicas):
+            if port in ports:
                 problems.append(
-                    f"engines[{i}].port: {engine.port} is already taken by engines[{ports[engine.port]}]"
+                    f"engines[{i}].port: {port} is already taken by engines[{ports[port]}]"
                 )
-            ports.setdefault(engine.port, i)
+                break
+            ports.setdefault(port, i)
     return problems
 
 

@@ -8,6 +8,7 @@ from manager.lifecycle.errors import EngineNotFound
 from manager.lifecycle.gpus import CUDA_VISIBLE_DEVICES
 from manager.lifecycle.health_wait import never
 from manager.lifecycle.reconcile import reconcile
+from manager.lifecycle.replicas import cpus_of
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start import start_engine
 from manager.lifecycle.start_request import Started, StartRequest
@@ -21,13 +22,14 @@ from manager.state.records import EngineRecord
 
 def restart_request(record: EngineRecord, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> StartRequest:
     """The start that gives `record`'s engine back: same model, runtime, port, names, GPUs,
-    manifest variant and labels (so `gomgr apply` still owns an engine it started, and its
-    spec hash still describes what runs). The manifests are read anew, as with a stop and a
-    start."""
+    manifest variant, labels (so `gomgr apply` still owns an engine it started, and its
+    spec hash still describes what runs) and a replica's CPU share. The manifests are read
+    anew, as with a stop and a start."""
     spec = record.handle.spec
     return StartRequest(
         spec.repo, record.handle.runtime, spec.port, spec.served_name, timeout_s,
         gpus=_gpus(spec), aliases=spec.aliases, variant=record.variant, labels=dict(record.labels),
+        cpus=cpus_of(spec.env),
     )
 
 

@@ -10,13 +10,16 @@ import socket
 from collections.abc import Callable
 
 from manager.lifecycle.errors import EngineFailed, StartBlocked
+from manager.lifecycle.gpus import gpu_pins
 from manager.lifecycle.health_wait import never, wait_until_healthy
 from manager.lifecycle.planning import check_before_download, plan_start
 from manager.lifecycle.reconcile import reconcile
+from manager.lifecycle.replicas import ReplicaShare, cpu_env, replica_share
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start_request import Started, StartRequest
 from manager.models.progress import Progress
 from manager.models.pull import is_local, resolve_model
+from manager.readiness.gpu import NvmlProbe
 from manager.runtimes.base import ENGINE_HOST, EngineSpec, RuntimeStartError
 from manager.runtimes.registry import get_runtime
 from manager.state.machine import EngineState
@@ -38,9 +41,10 @@ def start_engine(
             variant=request.variant,
         )
     model = resolve_model(request.repo, progress=progress)
+    share = _share(request)
     plan = plan_start(
         model.name, model.model_path, request.runtime, request.port, request.served_name,
-        gpus=request.gpus, variant=request.variant, kv_tokens=request.kv_tokens,
+        gpus=share.gpus, variant=request.variant, kv_tokens=request.kv_tokens,
     )
     if plan.engine_line:
         announce(plan.engine_line)
@@ -48,7 +52,7 @@ def start_engine(
     spec = EngineSpec(
         id=_new_id(plan.served_name), repo=model.name, model_dir=model.model_path,
         served_name=plan.served_name, port=request.port or _free_port(), aliases=request.aliases,
-        engine_args=plan.engine_args, env=plan.env, container=plan.container,
+        engine_args=plan.engine_args, env=(*plan.env, *share.env), container=plan.container,
     )
     runtime = get_runtime(plan.runtime, paths)
     records = RecordStore(paths)
@@ -87,6 +91,16 @@ def start_engine(
         records.remove(spec.id, keep_log=True)
         raise
     return Started(record, router.url, plan.reason)
+
+
+def _share(request: StartRequest) -> ReplicaShare:
+    if request.cpus:
+        return ReplicaShare(request.gpus, cpu_env(request.cpus))
+    if request.replicas == 1:
+        return ReplicaShare(request.gpus, ())
+    asks_nvml = not gpu_pins(request.gpus) and request.gpus != "none"
+    seen = len(NvmlProbe().snapshot().gpus) if asks_nvml else 0
+    return replica_share(request.gpus, request.replica, request.replicas, seen)
 
 
 def _new_id(served_name: str) -> str:

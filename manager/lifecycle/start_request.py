@@ -26,6 +26,11 @@ class StartRequest:
     variant: str | None = None  # a manifest name layered over the matched one
     labels: dict[str, str] = field(default_factory=dict)  # kept in the record (gomgr apply's)
     kv_tokens: int | None = None  # the engine's KV pool, its share where several run; None: its own
+    # NOTE (issue 27): replica `replica` (0-based) of `replicas` of one model: its GPUs or
+    # CPUs are its share of the machine (manager/lifecycle/replicas.py); `port` is its own.
+    replica: int = 0
+    replicas: int = 1
+    cpus: tuple[int, ...] = ()  # a CPU share to keep (a restarted replica's); (): from the above
 
 
 @dataclass(frozen=True)

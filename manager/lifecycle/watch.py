@@ -27,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 
 from manager.lifecycle.apply import Applier, Outcome
-from manager.lifecycle.apply_plan import Step, owner_of, plan_apply
+from manager.lifecycle.apply_plan import Step, owner_of, plan_apply, replica_of
 from manager.lifecycle.backoff import Backoff, BackoffPolicy
 from manager.lifecycle.desired_state import DesiredState, DesiredStateError, load_desired_state
 from manager.lifecycle.errors import LifecycleError
@@ -69,7 +69,8 @@ class Watcher:
         self.say = say
         self._mtime = _mtime(desired.source)
         self._backoff: dict[str, Backoff] = {}
-        self._seen: dict[str, str] = {}  # entry key → engine id running at the last tick's end
+        # NOTE: (entry key, replica) → the engine id running at the last tick's end
+        self._seen: dict[tuple[str, int], str] = {}
         self._idle: dict[str, IdleClock] = {}  # engine id → its idle clock
         self._blind: set[str] = set()  # engine ids without /metrics (told once)
         self._unloaded: set[str] = set()  # entry keys stopped for idleness
@@ -128,8 +129,8 @@ class Watcher:
             self.say(action.describe())
             self._report(self.applier.run(action), starts)
         owned = [r for r in RecordStore(self.applier.paths).all() if owner_of(r) is not None]
-        self._seen = {str(owner_of(r)): r.id for r in owned}
-        self._unloaded -= set(self._seen)
+        self._seen = {(str(owner_of(r)), replica_of(r)): r.id for r in owned}
+        self._unloaded -= {key for key, _ in self._seen}
         self._publish(now)
 
     def _reload(self) -> None:
@@ -148,9 +149,11 @@ class Watcher:
 
     def _note_gone(self, live: list[EngineRecord], now: float) -> None:
         running = {r.id for r in live}
-        managed = {owner_of(r) for r in live}
-        for key, engine_id in self._seen.items():
-            if engine_id in running or key in managed or self.desired.get(key) is None:
+        # NOTE: per replica: one replica of an entry that died is backed off even while the
+        # entry's other replicas run
+        managed = {(owner_of(r), replica_of(r)) for r in live}
+        for (key, replica), engine_id in self._seen.items():
+            if engine_id in running or (key, replica) in managed or self.desired.get(key) is None:
                 continue
             backoff = self._backoff.get(key, Backoff(self.settings.backoff)).failed(now)
             self._backoff[key] = backoff
@@ -210,7 +213,7 @@ class Watcher:
         for entry in self.desired.engines:
             backoff = self._backoff.get(entry.key)
             failures = backoff.failures if backoff is not None else 0
-            if entry.key in self._seen:
+            if any(key == entry.key for key, _ in self._seen):
                 continue
             if entry.key in self._unloaded:
                 waiting.append(WaitingEntry(entry.key, "unloaded", None, failures))

@@ -62,7 +62,7 @@ def engine_routes(supervisor: Supervisor, paths: StatePaths) -> APIRouter:
         request = StartRequest(
             repo=body.repo, runtime=body.runtime, port=body.port, served_name=body.served_name,
             timeout_s=body.timeout_s, gpus=body.gpus, aliases=body.aliases, variant=body.variant,
-            labels=labels,
+            labels=labels, replica=body.replica, replicas=body.replicas,
         )
 
         def work(emit: Emit, cancelled: Cancelled) -> Started:

@@ -57,7 +57,7 @@ class EngineClient:
             repo=request.repo, runtime=request.runtime, port=request.port,
             served_name=request.served_name, timeout_s=request.timeout_s, gpus=request.gpus,
             aliases=request.aliases, variant=request.variant, labels=request.labels,
-            keep_alive=keep_alive,
+            replica=request.replica, replicas=request.replicas, keep_alive=keep_alive,
         )
         return self._started(self._events("/engines", body.model_dump_json(), progress, announce))
 

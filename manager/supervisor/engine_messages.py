@@ -34,6 +34,8 @@ class StartBody(_Message):
     aliases: tuple[str, ...] = ()
     variant: str | None = None
     labels: dict[str, str] = {}
+    replica: int = Field(default=0, ge=0)
+    replicas: int = Field(default=1, ge=1)
     # NOTE: None pins the engine (never unloaded when idle); else Ollama's keep_alive.
     keep_alive: str | float | None = None
 

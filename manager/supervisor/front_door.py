@@ -14,6 +14,7 @@ from manager.supervisor.supervisor import Supervisor
 from router.app import serve
 from router.config import RouterConfig
 from router.registry import Registry
+from router.routing_policy import make_policy
 
 # NOTE: "1" turns on RouterConfig.loading_progress (streamed chats held while their model loads
 # get reasoning_content progress), as the flag --loading-progress does; `gomgr serve` and the
@@ -27,6 +28,13 @@ def serve_supervised(config: RouterConfig, log_level: str = "info") -> None:
         settings = SupervisorSettings.from_env()
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from exc
+    if config.tls_certfile is not None:
+        # NOTE: the supervisor registers its engines through its own front door over plain
+        # HTTP on loopback (manager/lifecycle/router_link.py).
+        raise SystemExit(
+            "error: TLS is for the standalone router (python -m router); the supervisor's "
+            "router listens on loopback over plain HTTP"
+        )
     if os.environ.get(LOADING_PROGRESS_ENV, "").strip() == "1":
         config = dataclasses.replace(config, loading_progress=True)
     # NOTE: the supervisor starts engines with `start_engine`, which registers them through
@@ -34,7 +42,7 @@ def serve_supervised(config: RouterConfig, log_level: str = "info") -> None:
     # name this very process.
     os.environ[ROUTER_PORT_ENV] = str(config.port)
     os.environ[ROUTER_TOKEN_ENV] = str(config.token_path())
-    registry = Registry()
+    registry = Registry(make_policy(config.routing_policy))
     paths = StatePaths.from_env()
     supervisor = Supervisor(paths, ModelStore.from_env(), registry, settings)
     owner_routes = engine_routes(supervisor, paths)

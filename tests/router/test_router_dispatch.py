@@ -22,7 +22,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Router, Pr
     procs: list[Proc] = []
     try:
         procs += [start_echo(log_dir, "echo-a"), start_echo(log_dir, "echo-b")]
-        router = start_router(log_dir)
+        # NOTE: the replicas of echo-a share requests by load here; cache-aware routing (the
+        # default) is tested in test_routing_policy.py and test_router_replicas.py.
+        router = start_router(log_dir, "--routing-policy", "least_in_flight")
         procs.append(router)
         router.register(procs[0], "echo-a", id="a", kind="openai", aliases=["alias-a"])
         router.register(procs[1], "echo-b", id="b", kind="openai")

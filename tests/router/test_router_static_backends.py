@@ -55,6 +55,10 @@ def test_a_pinned_backend_waits_for_its_upstream_and_outlives_it(log_dir: Path) 
         assert answer.status_code == 200, answer.text
         assert answer.json()["choices"][0]["message"]["content"] == "one two"
         echo.kill9()
+        # NOTE: a request that finds the port closed before the health monitor does keeps
+        # the pinned backend too
+        gone = httpx.post(f"{router.url}/v1/chat/completions", json=CHAT, timeout=10)
+        assert gone.status_code in (502, 503), gone.text
         _wait_for(lambda: _state(router) == "starting", 5.0)
     finally:
         if echo is not None:
