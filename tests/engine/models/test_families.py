@@ -1,0 +1,116 @@
+"""Gemma 2, Gemma 3, Phi-3 (longrope), yarn RoPE and the sliding-window Mistral and Qwen2
+models generate exactly what transformers generates from the same tiny checkpoint (fp32,
+greedy, log-probs within 1e-4), with the radix cache and chunked prefill on, and past their
+window: prompt plus generation outrun the 16-token window, a cached prefix is longer than it,
+and each windowed model shows that without the window its results differ."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from transformers import (
+    Gemma2Config,
+    Gemma3TextConfig,
+    LlamaConfig,
+    MistralConfig,
+    Phi3Config,
+    PretrainedConfig,
+    Qwen2Config,
+)
+
+from engine.engine import Engine
+from tests.engine.models.conftest import TINY_SHAPE, Reference, assert_matches, build_checkpoint, hf_greedy
+
+WINDOW = 16
+MAX_NEW = 12
+CHUNK = 8  # NOTE: the 20-token prompt prefills in chunks of 8, 8 and 4
+LONG = [700, 31, 2, 4095, 123, 55, 999, 8, 2048, 77, 13, 17, 305, 42, 9, 1204, 88, 3071, 5, 640]
+# NOTE: run after LONG: the same prompt (a full radix-cache hit, longer than the window) and
+# one sharing LONG's first 14 tokens.
+AGAIN = [LONG, LONG[:14] + [211, 66, 1500, 4, 820, 3]]
+GEMMA = {"head_dim": 16, "query_pre_attn_scalar": 24, "sliding_window": WINDOW}
+LONGROPE = {
+    "rope_type": "longrope",
+    "rope_theta": 10000.0,
+    "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5, 3.1, 3.8],
+    "long_factor": [1.0, 1.5, 2.4, 3.9, 6.0, 9.0, 13.0, 18.0],
+    "original_max_position_embeddings": 32,  # NOTE: prompt + generation stays below it
+}
+
+CASES: dict[str, tuple[type[PretrainedConfig], dict[str, Any]]] = {
+    "mistral": (MistralConfig, {"sliding_window": WINDOW}),
+    # NOTE: Qwen2 slides from layer max_window_layers on: layer 0 global, layer 1 windowed.
+    "qwen2": (Qwen2Config, {"use_sliding_window": True, "sliding_window": WINDOW, "max_window_layers": 1}),
+    "gemma2": (Gemma2Config, {**GEMMA, "attn_logit_softcapping": 2.0, "final_logit_softcapping": 5.0}),
+    "gemma3": (Gemma3TextConfig, {
+        **GEMMA,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
+        },
+    }),
+    "phi3": (Phi3Config, {"rope_parameters": LONGROPE, "original_max_position_embeddings": 32, "pad_token_id": 0}),
+    "llama-yarn": (LlamaConfig, {"rope_parameters": {
+        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 64,
+    }}),
+}
+WINDOWED = ("mistral", "qwen2", "gemma2", "gemma3")
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    path: Path
+    refs: dict[tuple[int, ...], Reference]  # transformers' continuation of each prompt
+
+
+def _engine(path: Path) -> Engine:
+    return Engine(str(path), max_total_tokens=2048, device="cpu", dtype="float32", chunked_prefill_size=CHUNK)
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def family(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) -> Family:
+    config_cls, overrides = CASES[request.param]
+    path = tmp_path_factory.mktemp(request.param)
+    model = build_checkpoint(path, config_cls(**TINY_SHAPE, **overrides), tokenizer_dir)
+    refs = {tuple(p): hf_greedy(model, p, MAX_NEW) for p in [LONG, *AGAIN]}
+    return Family(request.param, path, refs)
+
+
+@pytest.mark.slow
+def test_generation_matches_transformers_with_cache_and_chunks(family: Family) -> None:
+    engine = _engine(family.path)
+    assert engine.runner.model_config.architecture == json.loads((family.path / "config.json").read_text())[
+        "architectures"
+    ][0]
+    assert engine.runner.context_length == TINY_SHAPE["max_position_embeddings"]
+    assert_matches(engine, [LONG], [family.refs[tuple(LONG)]], MAX_NEW)
+    # NOTE: both prompts now extend a radix-cache prefix; LONG's is longer than the window.
+    results = engine.generate(input_ids=AGAIN, sampling_params={"max_new_tokens": 1})
+    assert [r["meta_info"]["cached_tokens"] for r in results] == [len(LONG) - 1, 14]
+    assert_matches(engine, AGAIN, [family.refs[tuple(p)] for p in AGAIN], MAX_NEW)
+
+
+@pytest.mark.slow
+def test_without_the_window_the_results_differ(family: Family, tmp_path: Path) -> None:
+    """Guards the test above: the window decides these outputs, so an engine that ignored it
+    would fail there."""
+    if family.name not in WINDOWED:
+        pytest.skip("no sliding window")
+    shutil.copytree(family.path, tmp_path, dirs_exist_ok=True)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "sliding_window": None}))
+    engine = _engine(tmp_path)
+    assert engine.runner.model_config.attention.sliding_window is None
+    ref = family.refs[tuple(LONG)]
+    result = engine.generate(input_ids=LONG, sampling_params={"temperature": 0, "max_new_tokens": MAX_NEW,
+                                                              "ignore_eos": True}, return_logprob=True)
+    assert isinstance(result, dict)
+    ours = [lp for lp, *_ in result["meta_info"]["output_token_logprobs"]]
+    assert result["output_ids"] != ref.output_ids or ours != pytest.approx(ref.logprobs, abs=1e-3)
