@@ -16,12 +16,13 @@ from pathlib import Path
 GOMGR_ARCHITECTURES = frozenset({
     # the decoders
     "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM",
+    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM", "Phi3ForCausalLM",
+    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
     # reward models, embedding models and rerankers
     "LlamaForSequenceClassification", "BertModel", "BertForSequenceClassification",
     "XLMRobertaForSequenceClassification",
 })
-GOMGR_ROPE_TYPES = frozenset({"default", "linear", "llama3"})
+GOMGR_ROPE_TYPES = frozenset({"default", "linear", "llama3", "yarn", "longrope", "su"})
 # NOTE: `quantization_config.quant_method` values (GGUF files carry no config.json).
 _UPSTREAM_QUANTIZATIONS = frozenset({
     "awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "fp8", "fbgemm_fp8",

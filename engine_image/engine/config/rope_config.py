@@ -8,7 +8,8 @@ from typing import Any
 
 from engine.core.errors import UnsupportedModelError
 
-SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "yarn", "longrope")
+# NOTE: "su" is what the first Phi-3 configs call longrope.
+SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "yarn", "longrope", "su")
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class RopeConfig:
     # (short) and from it on (long).
     short_factor: tuple[float, ...] | None = None
     long_factor: tuple[float, ...] | None = None
+    # NOTE: the leading fraction of each head that rotates (Phi-4-mini: 0.75); the rest passes.
+    partial_rotary_factor: float = 1.0
 
 
 def rope_config(raw: dict[str, Any], layer_type: str | None = None) -> RopeConfig:
@@ -52,16 +55,16 @@ def rope_config(raw: dict[str, Any], layer_type: str | None = None) -> RopeConfi
     merged = {**scaling, **params}
     theta = float(merged.get("rope_theta", raw.get("rope_theta", 10000.0)))
     rope_type = str(merged.get("rope_type", merged.get("type", "default")))
-    if rope_type == "su":  # NOTE: Phi-3's first configs name longrope "su"
+    if rope_type == "su":
         rope_type = "longrope"
     if rope_type not in SUPPORTED_ROPE_TYPES:
         raise UnsupportedModelError(
             f"rope type {rope_type!r} is not supported (supported: {', '.join(SUPPORTED_ROPE_TYPES)})"
         )
-    partial = float(merged.get("partial_rotary_factor", raw.get("partial_rotary_factor", 1.0)))
-    if partial != 1.0:
-        raise UnsupportedModelError(f"partial_rotary_factor {partial} is not supported (only 1.0)")
-    original = merged.get("original_max_position_embeddings", raw.get("original_max_position_embeddings"))
+    # NOTE: as transformers: Phi-3's top-level value first; the context itself where none is given.
+    original = raw.get("original_max_position_embeddings") or merged.get("original_max_position_embeddings")
+    if original is None and rope_type in ("llama3", "yarn", "longrope"):
+        original = raw.get("max_position_embeddings")
     factor = merged.get("factor")
     if factor is None and original and rope_type in ("yarn", "longrope"):
         # NOTE: as transformers: Phi-3 states no factor; it is the context's growth.
@@ -83,6 +86,7 @@ def rope_config(raw: dict[str, Any], layer_type: str | None = None) -> RopeConfi
         truncate=bool(merged.get("truncate", True)),
         short_factor=_factors(merged.get("short_factor")),
         long_factor=_factors(merged.get("long_factor")),
+        partial_rotary_factor=float(merged.get("partial_rotary_factor", raw.get("partial_rotary_factor", 1.0))),
     )
 
 

@@ -91,6 +91,9 @@ class RotaryEmbedding:
     """
 
     def __init__(self, rope: RopeConfig, head_dim: int, max_positions: int, device: torch.device) -> None:
+        # NOTE: the cache is as wide as the rotating part of a head (all of it but under a
+        # partial_rotary_factor); RopeAngles passes the rest through.
+        head_dim = int(head_dim * rope.partial_rotary_factor)
         positions = torch.arange(max_positions, dtype=torch.float32)
         # NOTE: same float32 op order as transformers (outer product, then cat), so the
         # angles are bit-identical and greedy outputs match the reference.
@@ -116,14 +119,14 @@ class RotaryEmbedding:
 
 @dataclass(frozen=True)
 class RopeAngles:
-    cos: torch.Tensor  # [tokens, 1, head_dim]
+    cos: torch.Tensor  # [tokens, 1, rotating dims: head_dim but under a partial_rotary_factor]
     sin: torch.Tensor
     # NOTE: sin with its first half negated, so rotate-half needs no negation of x:
     # x2 * -sin1 is bit-identical to -(x2 * sin1).
     sin_signed: torch.Tensor
 
     def apply(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if use_triton_kernels(q):
+        if use_triton_kernels(q) and not self.partial(q):
             # NOTE: imported here, on CUDA only: importing it imports triton.
             from engine.kernels.triton.rotary import apply_rotary
 
@@ -133,6 +136,16 @@ class RopeAngles:
     def rotate_heads(self, x: torch.Tensor) -> torch.Tensor:
         """Rotate-half RoPE of ``x`` (``[tokens, heads, head_dim]``, any heads): one C++ pass
         on CPU in float32 (bit-identical), torch ops elsewhere."""
+        if self.partial(x):
+            rotary = self.cos.shape[-1]
+            return torch.cat((self._rotate(x[..., :rotary]), x[..., rotary:]), dim=-1)
+        return self._rotate(x)
+
+    def partial(self, x: torch.Tensor) -> bool:
+        """Whether only the leading part of ``x``'s heads rotates (a partial_rotary_factor)."""
+        return self.cos.shape[-1] != x.shape[-1]
+
+    def _rotate(self, x: torch.Tensor) -> torch.Tensor:
         kernels = cpu_kernels_for_heads(x)
         if kernels is not None and self.cos.dtype == torch.float32:
             out = torch.empty(x.shape, dtype=x.dtype)

@@ -57,7 +57,8 @@ class QuantizedDecodeStack:
         """The stack over ``layers``, or None when some layer is not one it runs (None here)."""
         if load_cpu_kernels() is None or config.qk_norm or config.moe is not None or config.hidden_act != "silu":
             return None
-        if config.attention != AttentionPattern((None,) * config.num_layers):  # NOTE: windows, caps, scales
+        # NOTE: the stack's attention has no windows, caps or scales, its rotary no partial heads.
+        if config.attention != AttentionPattern((None,) * config.num_layers) or config.rope.partial_rotary_factor != 1:
             return None
         complete = [layer for layer in layers if layer is not None and layer.runs_in_stack()]
         if len(complete) != len(layers):

@@ -1,4 +1,4 @@
-"""Gemma 2, Gemma 3, Phi-3 (longrope), yarn RoPE and the sliding-window Mistral and Qwen2
+"""Gemma 2, Gemma 3, Phi-3 (longrope) and Phi-4-mini (partial rotary), yarn RoPE and the sliding-window Mistral and Qwen2
 models generate exactly what transformers generates from the same tiny checkpoint (fp32,
 greedy, log-probs within 1e-4), with the radix cache and chunked prefill on, and past their
 window: prompt plus generation outrun the 16-token window, a cached prefix is longer than it,
@@ -23,6 +23,7 @@ from transformers import (
     Qwen2Config,
 )
 
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.engine import Engine
 from tests.engine.models.conftest import TINY_SHAPE, Reference, assert_matches, build_checkpoint, hf_greedy
 
@@ -56,6 +57,12 @@ CASES: dict[str, tuple[type[PretrainedConfig], dict[str, Any]]] = {
         },
     }),
     "phi3": (Phi3Config, {"rope_parameters": LONGROPE, "original_max_position_embeddings": 32, "pad_token_id": 0}),
+    # NOTE: Phi-4-mini rotates three quarters of each head (12 of 16 dims: 6 frequencies).
+    "phi4-mini": (Phi3Config, {
+        "rope_parameters": {**LONGROPE, "short_factor": LONGROPE["short_factor"][:6],
+                            "long_factor": LONGROPE["long_factor"][:6], "partial_rotary_factor": 0.75},
+        "original_max_position_embeddings": 32, "pad_token_id": 0, "partial_rotary_factor": 0.75,
+    }),
     "llama-yarn": (LlamaConfig, {"rope_parameters": {
         "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 64,
     }}),
@@ -83,21 +90,38 @@ def family(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     return Family(request.param, path, refs)
 
 
-@pytest.mark.slow
+def _record_extends(engine: Engine) -> list[tuple[int, int]]:
+    """(cached prefix, new tokens) of every prefill forward the engine runs from now on."""
+    seen: list[tuple[int, int]] = []
+    backend = engine.runner.attention
+    init = backend.init_forward_metadata
+
+    def recording(batch: ForwardBatch) -> None:
+        if batch.mode is ForwardMode.EXTEND:
+            seen.extend(zip(batch.extend_prefix_lens_cpu, batch.extend_seq_lens_cpu))
+        init(batch)
+
+    backend.init_forward_metadata = recording  # type: ignore[method-assign]
+    return seen
+
+
 def test_generation_matches_transformers_with_cache_and_chunks(family: Family) -> None:
     engine = _engine(family.path)
+    extends = _record_extends(engine)
     assert engine.runner.model_config.architecture == json.loads((family.path / "config.json").read_text())[
         "architectures"
     ][0]
     assert engine.runner.context_length == TINY_SHAPE["max_position_embeddings"]
+    rotating = 12 if family.name == "phi4-mini" else 16  # NOTE: guards the partial-rotary case
+    assert engine.runner.model.rotary.cos_cache.shape[-1] == rotating
     assert_matches(engine, [LONG], [family.refs[tuple(LONG)]], MAX_NEW)
+    assert extends == [(0, CHUNK), (CHUNK, CHUNK), (2 * CHUNK, len(LONG) - 2 * CHUNK)]
     # NOTE: both prompts now extend a radix-cache prefix; LONG's is longer than the window.
     results = engine.generate(input_ids=AGAIN, sampling_params={"max_new_tokens": 1})
     assert [r["meta_info"]["cached_tokens"] for r in results] == [len(LONG) - 1, 14]
     assert_matches(engine, AGAIN, [family.refs[tuple(p)] for p in AGAIN], MAX_NEW)
 
 
-@pytest.mark.slow
 def test_without_the_window_the_results_differ(family: Family, tmp_path: Path) -> None:
     """Guards the test above: the window decides these outputs, so an engine that ignored it
     would fail there."""

@@ -56,10 +56,10 @@ def test_the_managers_tables_equal_the_engines() -> None:
         (AWQ, "quantization 'awq'"),
         ({**LLAMA, "quantization_config": {"quant_method": "gptq"}}, "quantization 'gptq'"),
         ({**LLAMA, "quantization_config": {"quant_method": "fp8"}}, "quantization 'fp8'"),
-        ({"architectures": ["Gemma2ForCausalLM"]}, "architecture 'Gemma2ForCausalLM'"),
-        ({"architectures": ["Phi3ForCausalLM"]}, "architecture 'Phi3ForCausalLM'"),
-        ({**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "RoPE type 'yarn'"),
-        ({**LLAMA, "rope_parameters": {"rope_type": "longrope"}}, "RoPE type 'longrope'"),
+        ({"architectures": ["Gemma3ForConditionalGeneration"]}, "architecture 'Gemma3ForConditionalGeneration'"),
+        ({"architectures": ["PhiMoEForCausalLM"]}, "architecture 'PhiMoEForCausalLM'"),
+        ({**LLAMA, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}}, "RoPE type 'dynamic'"),
+        ({**LLAMA, "rope_parameters": {"rope_type": "mrope"}}, "RoPE type 'mrope'"),
     ],
 )
 def test_what_gomgr_does_not_serve_goes_to_vllm_and_says_why(
@@ -75,9 +75,15 @@ def test_what_gomgr_does_not_serve_goes_to_vllm_and_says_why(
 
 
 def test_a_model_gomgr_serves_stays_on_gomgr(tmp_path: Path) -> None:
-    path = model_dir(tmp_path / "model", {**LLAMA, "rope_scaling": {"rope_type": "llama3"}})
-    effective = resolve_manifest(str(path), traits_of(path))
-    assert (effective.engine, effective.engine_reason) == ("gomgr", None)
+    for name, config in {
+        "llama3": {**LLAMA, "rope_scaling": {"rope_type": "llama3"}},
+        "yarn": {**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
+        "gemma2": {"architectures": ["Gemma2ForCausalLM"]},
+        "phi3": {"architectures": ["Phi3ForCausalLM"], "rope_scaling": {"type": "longrope"}},
+    }.items():
+        path = model_dir(tmp_path / name, config)
+        effective = resolve_manifest(str(path), traits_of(path))
+        assert (effective.engine, effective.engine_reason) == ("gomgr", None), name
 
 
 def test_the_family_manifest_keeps_its_parsers_under_the_fallback() -> None:
@@ -98,9 +104,9 @@ def test_an_override_picks_sglang_as_the_fallback(overrides_dir: Path) -> None:
 def test_an_override_without_fallback_refuses_in_one_line(overrides_dir: Path) -> None:
     (overrides_dir / "no-fallback.yaml").write_text("repo: 'someone/*'\nfallback: null\n")
     with pytest.raises(ManifestError) as caught:
-        resolve_manifest("someone/model", ModelTraits("Gemma2ForCausalLM"))
+        resolve_manifest("someone/model", ModelTraits("PhiMoEForCausalLM"))
     assert caught.value.message == (
-        "gomgr's engine does not serve architecture 'Gemma2ForCausalLM', and manifest default "
+        "gomgr's engine does not serve architecture 'PhiMoEForCausalLM', and manifest default "
         "names no fallback"
     )
 
