@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from engine.attention.base import FULL_ATTENTION, AttentionBackend, LayerAttention, register_attention_backend
+from engine.attention.base import (
+    FULL_ATTENTION,
+    AttentionBackend,
+    LayerAttention,
+    register_attention_backend,
+)
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 
 

@@ -11,7 +11,12 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.attention.base import FULL_ATTENTION, AttentionBackend, LayerAttention, register_attention_backend
+from engine.attention.base import (
+    FULL_ATTENTION,
+    AttentionBackend,
+    LayerAttention,
+    register_attention_backend,
+)
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.triton.decode_attention import decode_attention
 from engine.kernels.triton.extend_attention import extend_attention

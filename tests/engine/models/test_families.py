@@ -25,7 +25,13 @@ from transformers import (
 
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.engine import Engine
-from tests.engine.models.conftest import TINY_SHAPE, Reference, assert_matches, build_checkpoint, hf_greedy
+from tests.engine.models.conftest import (
+    TINY_SHAPE,
+    Reference,
+    assert_matches,
+    build_checkpoint,
+    hf_greedy,
+)
 
 WINDOW = 16
 MAX_NEW = 12
