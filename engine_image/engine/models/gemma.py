@@ -95,4 +95,4 @@ class GemmaForCausalLM(LlamaFamilyForCausalLM):
         with torch.no_grad():
             for module in self.modules():
                 if isinstance(module, RMSNorm):
-                    module.weight += 1.0
+                    module.weight.add_(1.0)
