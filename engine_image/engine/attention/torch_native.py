@@ -175,7 +175,7 @@ class TorchNativeAttention(AttentionBackend):
         scale = self.scale_of(layer)
         if layer.logit_cap is None:
             return F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=mask is None, scale=scale, enable_gqa=True
+                q, k, v, attn_mask=mask, is_causal=mask is None, scale=scale, enable_gqa=q.shape[1] != k.shape[1]
             )
         # NOTE: the order of transformers' eager attention (scale, cap, mask, float32 softmax).
         group = q.shape[1] // k.shape[1]

@@ -76,8 +76,9 @@ class GemmaForCausalLM(LlamaFamilyForCausalLM):
     def last_hidden(self, batch: ForwardBatch, backend: AttentionBackend) -> torch.Tensor:
         backend.init_forward_metadata(batch)
         hidden = self.embed_tokens(batch.input_ids)
-        # NOTE: as transformers: the scale rounded to the activations' dtype first.
-        hidden = hidden * torch.tensor(self.config.hidden_size**0.5, dtype=hidden.dtype)
+        # NOTE: as transformers: the scale rounded to the activations' dtype first (a host
+        # scalar: nothing for a CUDA graph to capture).
+        hidden = hidden * torch.tensor(self.config.hidden_size**0.5, dtype=hidden.dtype).item()
         rope = self.rotary.lookup(batch.positions, hidden.dtype)
         local = rope if self.local_rotary is None else self.local_rotary.lookup(batch.positions, hidden.dtype)
         residual: torch.Tensor | None = None

@@ -1,6 +1,7 @@
 """Sliding-window masks and logit caps in every attention backend that runs here (the C++ CPU
 kernel, torch-native, and the Triton kernels in the interpreter), against attention written
-out in float64 from each request's positions; and the window must change the result."""
+out in float64 from each request's positions; and the window must change the result. On a
+CUDA machine (bench/gpu_check.sh) the Triton kernels run compiled there."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import torch
 from engine.attention import AttentionBackend, LayerAttention, create_attention_backend
 from engine.attention.cpu_backend import CpuAttention
 from tests.engine.kernels.batches import AttentionCase, attention_case
+from tests.engine.kernels.conftest import DEVICE
 
 BACKENDS = ["cpu", "torch_native", "triton"]
 HEADS, KV_HEADS, HEAD_DIM = 6, 2, 32
@@ -35,9 +37,9 @@ def _reference(case: AttentionCase, layer: LayerAttention) -> torch.Tensor:
     offset = 0
     for row, prefix, new in zip(batch.req_pool_indices.tolist(), batch.extend_prefix_lens_cpu, batch.extend_seq_lens_cpu):
         slots = batch.req_to_token[row, : prefix + new]
-        keys = pool.k_buffer(0)[slots].double().repeat_interleave(group, dim=1)  # [L, heads, D]
-        values = pool.v_buffer(0)[slots].double().repeat_interleave(group, dim=1)
-        q = case.q[offset : offset + new].double()  # [new, heads, D]
+        keys = pool.k_buffer(0)[slots].cpu().double().repeat_interleave(group, dim=1)  # [L, heads, D]
+        values = pool.v_buffer(0)[slots].cpu().double().repeat_interleave(group, dim=1)
+        q = case.q[offset : offset + new].cpu().double()  # [new, heads, D]
         scores = torch.einsum("qhd,khd->hqk", q, keys) * scale
         if layer.logit_cap is not None:
             scores = torch.tanh(scores / layer.logit_cap) * layer.logit_cap
@@ -55,8 +57,9 @@ def _reference(case: AttentionCase, layer: LayerAttention) -> torch.Tensor:
 def _run(name: str, case_args: dict[str, list[int]], layer: LayerAttention) -> tuple[torch.Tensor, AttentionCase]:
     if name == "triton":
         pytest.importorskip("triton", reason="triton is not installed (the dev extra installs it)")
+    device = DEVICE if name == "triton" else torch.device("cpu")
     case = attention_case(num_heads=HEADS, num_kv_heads=KV_HEADS, head_dim=HEAD_DIM, dtype=torch.float32,
-                          device=torch.device("cpu"), **case_args)
+                          device=device, **case_args)
     backend: AttentionBackend = create_attention_backend(name, HEADS, KV_HEADS, HEAD_DIM)
     backend.init_forward_metadata(case.batch)
     if isinstance(backend, CpuAttention):
@@ -69,7 +72,7 @@ def _run(name: str, case_args: dict[str, list[int]], layer: LayerAttention) -> t
 @pytest.mark.parametrize("name", BACKENDS)
 def test_backend_matches_the_written_out_reference(name: str, shape: dict[str, list[int]], layer: LayerAttention) -> None:
     got, case = _run(name, shape, layer)
-    torch.testing.assert_close(got.double(), _reference(case, layer), atol=2e-5, rtol=2e-5)
+    torch.testing.assert_close(got.cpu().double(), _reference(case, layer), atol=2e-5, rtol=2e-5)
 
 
 @pytest.mark.parametrize("shape", [EXTEND, DECODE], ids=["extend", "decode"])

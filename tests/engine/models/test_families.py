@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +89,28 @@ def _engine(path: Path) -> Engine:
     return Engine(str(path), max_total_tokens=2048, device="cpu", dtype="float32", chunked_prefill_size=CHUNK)
 
 
+@pytest.fixture(scope="module")
+def build(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) -> Callable[[str], Family]:
+    """Writes a family's checkpoint and transformers' references once per module."""
+
+    @cache
+    def built(name: str) -> Family:
+        config_cls, overrides = CASES[name]
+        path = tmp_path_factory.mktemp(name)
+        model = build_checkpoint(path, config_cls(**TINY_SHAPE, **overrides), tokenizer_dir)
+        return Family(name, path, {tuple(p): hf_greedy(model, p, MAX_NEW) for p in [LONG, *AGAIN]})
+
+    return built
+
+
 @pytest.fixture(scope="module", params=list(CASES))
-def family(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) -> Family:
-    config_cls, overrides = CASES[request.param]
-    path = tmp_path_factory.mktemp(request.param)
-    model = build_checkpoint(path, config_cls(**TINY_SHAPE, **overrides), tokenizer_dir)
-    refs = {tuple(p): hf_greedy(model, p, MAX_NEW) for p in [LONG, *AGAIN]}
-    return Family(request.param, path, refs)
+def family(request: pytest.FixtureRequest, build: Callable[[str], Family]) -> Family:
+    return build(request.param)
+
+
+@pytest.fixture(scope="module", params=WINDOWED)
+def windowed(request: pytest.FixtureRequest, build: Callable[[str], Family]) -> Family:
+    return build(request.param)
 
 
 def _record_extends(engine: Engine) -> list[tuple[int, int]]:
@@ -128,11 +145,10 @@ def test_generation_matches_transformers_with_cache_and_chunks(family: Family) -
     assert_matches(engine, AGAIN, [family.refs[tuple(p)] for p in AGAIN], MAX_NEW)
 
 
-def test_without_the_window_the_results_differ(family: Family, tmp_path: Path) -> None:
+def test_without_the_window_the_results_differ(windowed: Family, tmp_path: Path) -> None:
     """Guards the test above: the window decides these outputs, so an engine that ignored it
     would fail there."""
-    if family.name not in WINDOWED:
-        pytest.skip("no sliding window")
+    family = windowed
     shutil.copytree(family.path, tmp_path, dirs_exist_ok=True)
     config = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, "sliding_window": None}))
