@@ -53,9 +53,8 @@ def _decode_split_kernel(
 
     seq_len = tl.load(Seq_lens + b).to(tl.int32)
     row = tl.load(Req_pool_indices + b)
-    first = 0
-    if window > 0:
-        first = tl.maximum(seq_len - window, 0)
+    # NOTE: branch-free (window 0: the whole sequence), so compiled and interpreted agree.
+    first = tl.maximum(seq_len - tl.where(window > 0, window, seq_len), 0)
     split_len = tl.cdiv(seq_len - first, NUM_SPLITS)
     start = first + split * split_len
     end = tl.minimum(start + split_len, seq_len)

@@ -57,10 +57,9 @@ def _extend_kernel(
         q_pos = prefix + offs_m
         # NOTE: the last query row of this block sees keys up to its own position.
         kv_end = prefix + tl.minimum((block_m + 1) * BLOCK_M, new_len)
-        # NOTE: ... and the first row's window starts where this block's keys start.
-        kv_start = 0
-        if window > 0:
-            kv_start = tl.maximum(prefix + block_m * BLOCK_M - window + 1, 0)
+        # NOTE: ... and the first row's window starts where this block's keys start
+        # (branch-free, so compiled and interpreted agree; window 0: at key 0).
+        kv_start = tl.where(window > 0, tl.maximum(prefix + block_m * BLOCK_M - window + 1, 0), 0)
 
         m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -78,9 +77,8 @@ def _extend_kernel(
             scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * sm_scale
             if LOGIT_CAP > 0:
                 scores = cap_logits(scores, LOGIT_CAP)
-            visible = (offs_n[None, :] <= q_pos[:, None]) & n_mask[None, :]
-            if window > 0:
-                visible = visible & (offs_n[None, :] > q_pos[:, None] - window)
+            in_window = (offs_n[None, :] > q_pos[:, None] - window) | (window <= 0)
+            visible = (offs_n[None, :] <= q_pos[:, None]) & n_mask[None, :] & in_window
             scores = tl.where(visible, scores, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(scores, 1))
             # NOTE: under a window a row may see no key of a block (its max is -inf): it
