@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from transformers import (
     Gemma2Config,
     Gemma3TextConfig,
@@ -85,8 +86,11 @@ class Family:
     refs: dict[tuple[int, ...], Reference]  # transformers' continuation of each prompt
 
 
-def _engine(path: Path) -> Engine:
-    return Engine(str(path), max_total_tokens=2048, device="cpu", dtype="float32", chunked_prefill_size=CHUNK)
+def _engine(path: Path, backend: str = "cpu") -> Engine:
+    return Engine(
+        str(path), max_total_tokens=2048, device="cpu", dtype="float32", chunked_prefill_size=CHUNK,
+        attention_backend=backend,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +147,29 @@ def test_generation_matches_transformers_with_cache_and_chunks(family: Family) -
     results = engine.generate(input_ids=AGAIN, sampling_params={"max_new_tokens": 1})
     assert [r["meta_info"]["cached_tokens"] for r in results] == [len(LONG) - 1, 14]
     assert_matches(engine, AGAIN, [family.refs[tuple(p)] for p in AGAIN], MAX_NEW)
+
+
+def test_the_torch_native_backend_matches_too(windowed: Family) -> None:
+    """The C++ kernel serves the test above; the reference backend (SDPA, or the written-out
+    softmax under Gemma 2's logit cap) serves the same requests."""
+    engine = _engine(windowed.path, "torch_native")
+    assert_matches(engine, [LONG], [windowed.refs[tuple(LONG)]], MAX_NEW)
+    assert_matches(engine, AGAIN, [windowed.refs[tuple(p)] for p in AGAIN], MAX_NEW)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the Triton kernels run in the interpreter on CPU tensors here")
+def test_the_triton_backend_matches_in_the_interpreter(build: Callable[[str], Family]) -> None:
+    """Gemma 2 has all of it at once: windowed and global layers, a logit cap, its own scale."""
+    pytest.importorskip("triton", reason="triton is not installed (the dev extra installs it)")
+    gemma2 = build("gemma2")
+    engine = _engine(gemma2.path, "triton")
+    # NOTE: 3 tokens (the interpreter is slow): chunked prefill, then decodes past the window;
+    # again, all but the last prompt token from the radix cache.
+    ref = gemma2.refs[tuple(LONG)]
+    short = Reference(ref.output_ids[:3], ref.logprobs[:3], ref.first_logprobs)
+    assert_matches(engine, [LONG], [short], 3)
+    assert_matches(engine, [LONG], [short], 3)
 
 
 def test_without_the_window_the_results_differ(windowed: Family, tmp_path: Path) -> None:
