@@ -17,12 +17,13 @@ from pathlib import Path
 GOMGR_ARCHITECTURES = frozenset({
     # the decoders
     "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM",
+    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM", "Phi3ForCausalLM",
+    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
     # reward models, embedding models and rerankers
     "LlamaForSequenceClassification", "BertModel", "BertForSequenceClassification",
     "XLMRobertaForSequenceClassification",
 })
-GOMGR_ROPE_TYPES = frozenset({"default", "linear", "llama3"})
+GOMGR_ROPE_TYPES = frozenset({"default", "linear", "llama3", "yarn", "longrope", "su"})
 # NOTE: the engine's int4 tables (`engine.config.quantization`): AWQ in its GEMM layout and
 # GPTQ v1, 4 bits, these group sizes; every other variant of the two goes upstream.
 GOMGR_QUANTIZATIONS = frozenset({"awq", "gptq"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -13,6 +14,19 @@ from engine.kernels.triton import triton_available
 
 if TYPE_CHECKING:
     from engine.core.forward_batch import ForwardBatch
+
+
+@dataclass(frozen=True)
+class LayerAttention:
+    """What one layer's attention adds to plain causal softmax(q·k * head_dim ** -0.5)."""
+
+    # NOTE: as transformers masks it: query position p sees keys p - window + 1 .. p.
+    sliding_window: int | None = None
+    logit_cap: float | None = None  # Gemma 2: each scaled score s becomes cap * tanh(s / cap)
+    scale: float | None = None  # None: head_dim ** -0.5 (Gemma: query_pre_attn_scalar ** -0.5)
+
+
+FULL_ATTENTION = LayerAttention()
 
 
 class AttentionBackend(ABC):
@@ -34,9 +48,18 @@ class AttentionBackend(ABC):
 
     @abstractmethod
     def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer_id: int, batch: ForwardBatch
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        layer_id: int,
+        batch: ForwardBatch,
+        layer: LayerAttention = FULL_ATTENTION,
     ) -> torch.Tensor:
         """q: [T, heads, head_dim]; k, v: [T, kv_heads, head_dim] -> [T, heads * head_dim]."""
+
+    def scale_of(self, layer: LayerAttention) -> float:
+        return self.scale if layer.scale is None else layer.scale
 
 
 _REGISTRY: dict[str, type[AttentionBackend]] = {}

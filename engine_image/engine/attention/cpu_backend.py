@@ -1,7 +1,8 @@
 """The CPU default: attention by a C++ kernel that reads the KV pool in place.
 
 Decode runs one query per request; prefill runs the same kernel with one query per new token,
-each over its request's keys up to and including its own (causal, cached prefix or not).
+each over its request's keys up to and including its own (causal, cached prefix or not), the
+last ``sliding_window`` of them on a windowed layer.
 Anything the kernel does not cover (another dtype or head size, a machine where it cannot be
 built) runs the torch-native reference this backend extends.
 """
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.attention.base import register_attention_backend
+from engine.attention.base import FULL_ATTENTION, LayerAttention, register_attention_backend
 from engine.attention.torch_native import TorchNativeAttention
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.cpu import CPU_HEAD_DIMS, load_cpu_kernels
@@ -48,11 +49,17 @@ class CpuAttention(TorchNativeAttention):
             super().init_forward_metadata(batch)
 
     def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer_id: int, batch: ForwardBatch
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        layer_id: int,
+        batch: ForwardBatch,
+        layer: LayerAttention = FULL_ATTENTION,
     ) -> torch.Tensor:
         meta = batch.attn_metadata
         if not isinstance(meta, _PoolDecode | _PoolExtend):
-            return super().forward(q, k, v, layer_id, batch)
+            return super().forward(q, k, v, layer_id, batch, layer)
         assert self._kernels is not None
         pool = batch.kv_pool
         pool.set_kv(layer_id, batch.out_cache_loc, k, v)
@@ -62,7 +69,8 @@ class CpuAttention(TorchNativeAttention):
             meta.token_rows, meta.token_lens
         )
         self._kernels.decode_attention(
-            queries, out, pool.k_buffer(layer_id), pool.v_buffer(layer_id), batch.req_to_token, rows, lens, self.scale
+            queries, out, pool.k_buffer(layer_id), pool.v_buffer(layer_id), batch.req_to_token, rows, lens,
+            self.scale_of(layer), layer.sliding_window or 0, layer.logit_cap or 0.0,
         )
         return out
 

@@ -11,7 +11,12 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.attention.base import AttentionBackend, register_attention_backend
+from engine.attention.base import (
+    FULL_ATTENTION,
+    AttentionBackend,
+    LayerAttention,
+    register_attention_backend,
+)
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.triton.decode_attention import decode_attention
 from engine.kernels.triton.extend_attention import extend_attention
@@ -51,20 +56,28 @@ class TritonAttention(AttentionBackend):
         )
 
     def forward(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer_id: int, batch: ForwardBatch
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        layer_id: int,
+        batch: ForwardBatch,
+        layer: LayerAttention = FULL_ATTENTION,
     ) -> torch.Tensor:
+        scale, window, cap = self.scale_of(layer), layer.sliding_window or 0, layer.logit_cap or 0.0
         batch.kv_pool.set_kv(layer_id, batch.out_cache_loc, k, v)
         k_buffer = batch.kv_pool.k_buffer(layer_id)
         v_buffer = batch.kv_pool.v_buffer(layer_id)
         if batch.mode is ForwardMode.DECODE:
             out = decode_attention(
                 q, k_buffer, v_buffer, batch.req_to_token, batch.req_pool_indices,
-                batch.seq_lens, self.scale, num_splits=self.num_kv_splits,
+                batch.seq_lens, scale, num_splits=self.num_kv_splits, window=window, logit_cap=cap,
             )
         else:
             meta: _ExtendMetadata = batch.attn_metadata
             out = extend_attention(
                 q, k_buffer, v_buffer, batch.req_to_token, batch.req_pool_indices,
-                meta.q_starts, meta.extend_lens, meta.prefix_lens, meta.max_extend_len, self.scale,
+                meta.q_starts, meta.extend_lens, meta.prefix_lens, meta.max_extend_len, scale,
+                window=window, logit_cap=cap,
             )
         return out.view(-1, self.num_heads * self.head_dim)

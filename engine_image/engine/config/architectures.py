@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# NOTE: one decoder implementation covers the whole Llama family; the differences
-# (q/k/v bias, per-head q/k norm) are read from ModelConfig.
+# NOTE: one decoder implementation covers the Llama family; the differences (q/k/v bias,
+# per-head q/k norm, sliding windows) are read from ModelConfig.
 SUPPORTED_ARCHITECTURES: tuple[str, ...] = (
     "LlamaForCausalLM",
     "MistralForCausalLM",
@@ -19,6 +19,11 @@ SUPPORTED_ARCHITECTURES: tuple[str, ...] = (
     "Qwen2MoeForCausalLM",
     "Qwen3MoeForCausalLM",
     "MixtralForCausalLM",
+    # NOTE: Phi-3 is the Llama decoder with its projections fused in the checkpoint already.
+    "Phi3ForCausalLM",
+    # NOTE: Gemma's own decoder layer (models/gemma.py): four norms, soft-capping, GeGLU.
+    "Gemma2ForCausalLM",
+    "Gemma3ForCausalLM",
 )
 
 # NOTE: sequence-classification models score inputs and never generate text: cross-encoders

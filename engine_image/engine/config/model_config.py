@@ -16,22 +16,14 @@ from engine.config.architectures import (
     SUPPORTED_ARCHITECTURES,
 )
 from engine.config.quantization import Int4Config, int4_config
+from engine.config.attention_pattern import AttentionPattern, attention_pattern
+from engine.config.rope_config import SUPPORTED_ROPE_TYPES, RopeConfig, rope_config
 from engine.core.errors import UnsupportedModelError
 
+__all__ = ["SUPPORTED_ROPE_TYPES", "ModelConfig", "MoeConfig", "RopeConfig", "supported_architecture"]
 
-@dataclass(frozen=True)
-class RopeConfig:
-    """Rotary embedding parameters: ``rope_type`` is one of default, linear, llama3."""
-
-    theta: float
-    rope_type: str = "default"
-    factor: float = 1.0
-    low_freq_factor: float = 1.0
-    high_freq_factor: float = 4.0
-    original_max_position_embeddings: int | None = None
-    # NOTE: a divisor per frequency, as llama.cpp stores Llama 3.1's scaling in GGUF files
-    # (``rope_freqs.weight``); it replaces ``rope_type``'s scaling when present.
-    freq_factors: tuple[float, ...] | None = None
+# NOTE: the MLP activations (``hidden_act``, Gemma's ``hidden_activation``) the layers compute.
+SUPPORTED_ACTIVATIONS = ("silu", "gelu_pytorch_tanh")
 
 
 @dataclass(frozen=True)
@@ -52,7 +44,8 @@ class MoeConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A decoder-only transformer's shape, normalised across Llama, Qwen2/3, Mistral and their MoE kin."""
+    """A decoder-only transformer's shape, normalised across Llama, Qwen2/3, Mistral, Gemma 2/3,
+    Phi-3 and the MoE kin."""
 
     model_path: str
     architecture: str
@@ -74,12 +67,14 @@ class ModelConfig:
     qk_norm: bool
     hidden_act: str
     config_dtype: torch.dtype
-    sliding_window: int | None
+    attention: AttentionPattern
     eos_token_ids: tuple[int, ...]
     bos_token_id: int | None
     raw: dict[str, Any]
     moe: MoeConfig | None = None  # None: every layer has a dense MLP
     quantization: Int4Config | None = None  # None: float weights
+    # NOTE: Gemma 3's sliding layers rotate with their own base; None: as ``rope``.
+    local_rope: RopeConfig | None = None
 
     @classmethod
     def from_dir(cls, model_path: str | Path) -> ModelConfig:
@@ -101,9 +96,12 @@ class ModelConfig:
         head_dim = int(raw.get("head_dim") or hidden // num_heads)
         model_type = str(raw.get("model_type", ""))
         eos = _as_ids(raw.get("eos_token_id")) + generation_eos
-        hidden_act = str(raw.get("hidden_act", "silu"))
-        if hidden_act != "silu":
-            raise UnsupportedModelError(f"hidden_act {hidden_act!r} is not supported (only silu)")
+        hidden_act = str(raw.get("hidden_activation") or raw.get("hidden_act") or "silu")
+        if hidden_act not in SUPPORTED_ACTIVATIONS:
+            raise UnsupportedModelError(
+                f"hidden_act {hidden_act!r} is not supported (supported: {', '.join(SUPPORTED_ACTIVATIONS)})"
+            )
+        num_layers = int(raw["num_hidden_layers"])
         return cls(
             model_path=model_path,
             architecture=arch,
@@ -111,12 +109,12 @@ class ModelConfig:
             vocab_size=int(raw["vocab_size"]),
             hidden_size=hidden,
             intermediate_size=int(raw["intermediate_size"]),
-            num_layers=int(raw["num_hidden_layers"]),
+            num_layers=num_layers,
             num_heads=num_heads,
             num_kv_heads=int(raw.get("num_key_value_heads") or num_heads),
             head_dim=head_dim,
             rms_norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
-            rope=_rope_config(raw),
+            rope=rope_config(raw),
             max_position_embeddings=int(raw.get("max_position_embeddings", 2048)),
             tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
             # NOTE: Qwen2 always has q/k/v biases and says so only through its architecture.
@@ -126,15 +124,16 @@ class ModelConfig:
             # NOTE: Llama/Qwen3 ``attention_bias`` covers o_proj too; Qwen2's o_proj has none.
             o_proj_bias=bool(raw.get("attention_bias", False)),
             mlp_bias=bool(raw.get("mlp_bias", False)),
-            qk_norm=arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
+            qk_norm=arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForCausalLM"),
             hidden_act=hidden_act,
             config_dtype=_dtype(raw.get("dtype") or raw.get("torch_dtype")),
-            sliding_window=_sliding_window(raw),
+            attention=attention_pattern(raw, num_layers),
             eos_token_ids=tuple(dict.fromkeys(eos)),
             bos_token_id=raw.get("bos_token_id"),
             raw=raw,
             moe=_moe_config(raw, arch),
             quantization=int4_config(raw.get("quantization_config")),
+            local_rope=rope_config(raw, "sliding_attention") if arch == "Gemma3ForCausalLM" else None,
         )
 
 
@@ -195,41 +194,6 @@ def _moe_config(raw: dict[str, Any], arch: str) -> MoeConfig | None:
     )
 
 
-def _sliding_window(raw: dict[str, Any]) -> int | None:
-    window = raw.get("sliding_window")
-    if window is None or raw.get("use_sliding_window") is False:
-        return None
-    return int(window)
-
-
 def _dtype(name: Any) -> torch.dtype:
     table = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
     return table.get(str(name), torch.float32)
-
-
-SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
-
-
-def _rope_config(raw: dict[str, Any]) -> RopeConfig:
-    # NOTE: transformers 5 writes ``rope_parameters`` (theta inside); older configs use
-    # ``rope_theta`` plus an optional ``rope_scaling`` dict.
-    params = dict(raw.get("rope_parameters") or {})
-    scaling = dict(raw.get("rope_scaling") or {})
-    merged = {**scaling, **params}
-    theta = float(merged.get("rope_theta", raw.get("rope_theta", 10000.0)))
-    rope_type = str(merged.get("rope_type", merged.get("type", "default")))
-    if rope_type not in SUPPORTED_ROPE_TYPES:
-        raise UnsupportedModelError(
-            f"rope type {rope_type!r} is not supported (supported: {', '.join(SUPPORTED_ROPE_TYPES)})"
-        )
-    original = merged.get("original_max_position_embeddings")
-    factors = raw.get("rope_freq_factors")
-    return RopeConfig(
-        theta=theta,
-        rope_type=rope_type,
-        factor=float(merged.get("factor", 1.0)),
-        low_freq_factor=float(merged.get("low_freq_factor", 1.0)),
-        high_freq_factor=float(merged.get("high_freq_factor", 4.0)),
-        original_max_position_embeddings=int(original) if original else None,
-        freq_factors=tuple(float(f) for f in factors) if factors else None,
-    )

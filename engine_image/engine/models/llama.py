@@ -1,5 +1,5 @@
-"""Llama-family decoder (Llama 2/3, Mistral, Qwen2/2.5, Qwen3, and the MoE kin Qwen2-MoE,
-Qwen3-MoE and Mixtral) over a token-level KV pool."""
+"""Llama-family decoder (Llama 2/3, Mistral, Qwen2/2.5, Qwen3, Phi-3, and the MoE kin
+Qwen2-MoE, Qwen3-MoE and Mixtral) over a token-level KV pool."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.attention.base import AttentionBackend
+from engine.attention.base import AttentionBackend, LayerAttention
 from engine.config.model_config import ModelConfig
 from engine.core.forward_batch import ForwardBatch
 from engine.kernels.cpu import cpu_kernels_for
@@ -46,6 +46,8 @@ class Attention(nn.Module):
         self.o_proj: nn.Module = nn.Linear(self.q_size, config.hidden_size, bias=config.o_proj_bias)
         self.q_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
         self.k_norm = RMSNorm(config.head_dim, config.rms_norm_eps) if config.qk_norm else None
+        pattern = config.attention
+        self.attention = LayerAttention(pattern.window(layer_id), pattern.logit_cap, pattern.scale)
 
     def forward(
         self, hidden: torch.Tensor, batch: ForwardBatch, backend: AttentionBackend, rope: RopeAngles
@@ -63,7 +65,7 @@ class Attention(nn.Module):
             if self.q_norm is not None and self.k_norm is not None:
                 q, k = self.q_norm(q), self.k_norm(k)
             q, k = rope.apply(q, k)
-        out: torch.Tensor = self.o_proj(backend.forward(q, k, v, self.layer_id, batch))
+        out: torch.Tensor = self.o_proj(backend.forward(q, k, v, self.layer_id, batch, self.attention))
         return out
 
 
@@ -71,6 +73,7 @@ class MLP(nn.Module):
     def __init__(self, config: ModelConfig, intermediate_size: int | None = None) -> None:
         super().__init__()
         self.intermediate_size = intermediate_size or config.intermediate_size
+        self.gelu = config.hidden_act == "gelu_pytorch_tanh"  # NOTE: Gemma's GeGLU; else SiLU
         self.gate_up_proj: nn.Module = nn.Linear(
             config.hidden_size, 2 * self.intermediate_size, bias=config.mlp_bias
         )
@@ -78,9 +81,18 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # NOTE: packed GGUF weights multiply and gate in one kernel call (the decode stack's too).
-        gated = self.gate_up_proj.gated(x) if isinstance(self.gate_up_proj, QuantizedLinear) else None
-        out: torch.Tensor = self.down_proj(gated if gated is not None else self._silu_and_mul(self.gate_up_proj(x)))
+        gated = None
+        if isinstance(self.gate_up_proj, QuantizedLinear) and not self.gelu:
+            gated = self.gate_up_proj.gated(x)
+        if gated is None:
+            gate_up = self.gate_up_proj(x)
+            gated = self._gelu_and_mul(gate_up) if self.gelu else self._silu_and_mul(gate_up)
+        out: torch.Tensor = self.down_proj(gated)
         return out
+
+    def _gelu_and_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
+        gate, up = gate_up.split(self.intermediate_size, dim=-1)
+        return F.gelu(gate, approximate="tanh").mul_(up)
 
     def _silu_and_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
         if use_triton_kernels(gate_up):
@@ -165,6 +177,9 @@ _FUSED_SHARDS: tuple[tuple[str, str, int], ...] = (
 
 
 class LlamaFamilyForCausalLM(nn.Module):
+    # NOTE: a family whose layer differs (Gemma) names its own; the constructor is the same.
+    decoder_layer: type[nn.Module] = DecoderLayer
+
     def __init__(self, config: ModelConfig, rotary: RotaryEmbedding) -> None:
         super().__init__()
         self.config = config
@@ -175,7 +190,7 @@ class LlamaFamilyForCausalLM(nn.Module):
         self.embed_tokens: nn.Embedding | QuantizedEmbedding | PackedEmbedding = nn.Embedding(
             config.vocab_size, config.hidden_size, _weight=torch.empty(config.vocab_size, config.hidden_size)
         )
-        self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_layers))
+        self.layers = nn.ModuleList(self.decoder_layer(config, i) for i in range(config.num_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         # NOTE: pack_for_cpu swaps the head (the tied one included) for a PackedLinear.
         # NOTE: with tensor parallelism, a distributed ParallelLMHead (the tied one included).

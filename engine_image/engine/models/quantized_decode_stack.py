@@ -17,6 +17,7 @@ import torch
 
 from engine.attention.base import AttentionBackend
 from engine.attention.cpu_backend import CpuAttention
+from engine.config.attention_pattern import AttentionPattern
 from engine.config.model_config import ModelConfig
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.cpu import load_cpu_kernels
@@ -54,7 +55,10 @@ class QuantizedDecodeStack:
         cls, config: ModelConfig, layers: Sequence[StackLayer | None], scale: float
     ) -> QuantizedDecodeStack | None:
         """The stack over ``layers``, or None when some layer is not one it runs (None here)."""
-        if load_cpu_kernels() is None or config.qk_norm or config.moe is not None:
+        if load_cpu_kernels() is None or config.qk_norm or config.moe is not None or config.hidden_act != "silu":
+            return None
+        # NOTE: the stack's attention has no windows, caps or scales, its rotary no partial heads.
+        if config.attention != AttentionPattern((None,) * config.num_layers) or config.rope.partial_rotary_factor != 1:
             return None
         complete = [layer for layer in layers if layer is not None and layer.runs_in_stack()]
         if len(complete) != len(layers):

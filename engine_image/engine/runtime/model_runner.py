@@ -169,10 +169,6 @@ class ModelRunner:
     def _context_length(self) -> int:
         mc = self.model_config
         limit = mc.max_position_embeddings
-        if mc.sliding_window is not None:
-            # NOTE: no sliding-window attention kernel yet: within the window full attention
-            # is exact, so the context is capped at the window.
-            limit = min(limit, mc.sliding_window)
         wanted = self.config.context_length
         if wanted is None:
             return limit

@@ -93,6 +93,27 @@ def hf_greedy(model: PreTrainedModel, prompt: list[int], max_new_tokens: int) ->
     return Reference(new, [s[t].item() for s, t in zip(steps, new)], steps[0].cpu())
 
 
+def assert_matches(engine: Any, prompts: list[list[int]], refs: list[Reference], max_new: int) -> None:
+    """The engine's greedy continuations of ``prompts`` equal transformers' token for token, and
+    their log-probs (of each chosen token, and the first step's top 5) agree within 1e-4."""
+    greedy = {"temperature": 0, "max_new_tokens": max_new, "ignore_eos": True}
+    results = engine.generate(input_ids=prompts, sampling_params=greedy, return_logprob=True, top_logprobs_num=5)
+    assert isinstance(results, list) and len(results) == len(refs)
+    for result, ref in zip(results, refs):
+        assert result["output_ids"] == ref.output_ids
+        meta = result["meta_info"]
+        ours = [lp for lp, *_ in meta["output_token_logprobs"]]
+        assert ours == pytest.approx(ref.logprobs, abs=1e-4)
+        # NOTE: the first step's top-5 checks the prefill logits beyond the argmax; by value,
+        # so a near-tie inside the top-5 cannot make the test flaky.
+        fifth = ref.first_logprobs.topk(5).values[-1].item()
+        top = meta["output_top_logprobs"][0]
+        assert len(top) == 5 and len({tok for _, tok, _ in top}) == 5
+        for lp, tok, _ in top:
+            assert lp == pytest.approx(ref.first_logprobs[tok].item(), abs=1e-4)
+            assert lp >= fifth - 1e-4
+
+
 @pytest.fixture(scope="session")
 def tokenizer_dir(smollm2_dir: Path) -> Path:
     return smollm2_dir

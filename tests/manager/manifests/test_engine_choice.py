@@ -74,10 +74,10 @@ def test_the_managers_tables_equal_the_engines() -> None:
         ({**LLAMA, "quantization_config": {**GPTQ, "bits": 8}}, "gptq with bits 8"),
         ({**LLAMA, "quantization_config": {**GPTQ, "checkpoint_format": "gptq_v2"}}, "gptq checkpoint_format 'gptq_v2'"),
         ({**LLAMA, "quantization_config": {"quant_method": "fp8"}}, "quantization 'fp8'"),
-        ({"architectures": ["Gemma2ForCausalLM"]}, "architecture 'Gemma2ForCausalLM'"),
-        ({"architectures": ["Phi3ForCausalLM"]}, "architecture 'Phi3ForCausalLM'"),
-        ({**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "RoPE type 'yarn'"),
-        ({**LLAMA, "rope_parameters": {"rope_type": "longrope"}}, "RoPE type 'longrope'"),
+        ({"architectures": ["Gemma3ForConditionalGeneration"]}, "architecture 'Gemma3ForConditionalGeneration'"),
+        ({"architectures": ["PhiMoEForCausalLM"]}, "architecture 'PhiMoEForCausalLM'"),
+        ({**LLAMA, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}}, "RoPE type 'dynamic'"),
+        ({**LLAMA, "rope_parameters": {"rope_type": "mrope"}}, "RoPE type 'mrope'"),
     ],
 )
 def test_what_gomgr_does_not_serve_goes_to_vllm_and_says_why(
@@ -96,11 +96,14 @@ def test_what_gomgr_does_not_serve_goes_to_vllm_and_says_why(
     "config",
     [
         {**LLAMA, "rope_scaling": {"rope_type": "llama3"}},
+        {**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
+        {"architectures": ["Gemma2ForCausalLM"]},
+        {"architectures": ["Phi3ForCausalLM"], "rope_scaling": {"type": "longrope"}},
         AWQ,
         {**LLAMA, "quantization_config": GPTQ},
         {**LLAMA, "quantization_config": {**GPTQ, "group_size": -1, "sym": True, "checkpoint_format": "gptq"}},
     ],
-    ids=["llama3-rope", "awq-gemm", "gptq-act-order", "gptq-per-row"],
+    ids=["llama3-rope", "yarn-rope", "gemma2", "phi3-longrope", "awq-gemm", "gptq-act-order", "gptq-per-row"],
 )
 def test_a_model_gomgr_serves_stays_on_gomgr(tmp_path: Path, config: dict[str, object]) -> None:
     path = model_dir(tmp_path / "model", config)
@@ -126,9 +129,9 @@ def test_an_override_picks_sglang_as_the_fallback(overrides_dir: Path) -> None:
 def test_an_override_without_fallback_refuses_in_one_line(overrides_dir: Path) -> None:
     (overrides_dir / "no-fallback.yaml").write_text("repo: 'someone/*'\nfallback: null\n")
     with pytest.raises(ManifestError) as caught:
-        resolve_manifest("someone/model", ModelTraits("Gemma2ForCausalLM"))
+        resolve_manifest("someone/model", ModelTraits("PhiMoEForCausalLM"))
     assert caught.value.message == (
-        "gomgr's engine does not serve architecture 'Gemma2ForCausalLM', and manifest default "
+        "gomgr's engine does not serve architecture 'PhiMoEForCausalLM', and manifest default "
         "names no fallback"
     )
 

@@ -18,7 +18,7 @@ void store_kv(const at::Tensor& k, const at::Tensor& v, const at::Tensor& k_buff
               const at::Tensor& loc);
 void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tensor& k_buffer, const at::Tensor& v_buffer,
                       const at::Tensor& req_to_token, const at::Tensor& req_pool_indices, const at::Tensor& seq_lens,
-                      double scale);
+                      double scale, int64_t window, double logit_cap);
 void silu_and_mul(const at::Tensor& gate_up, const at::Tensor& out);
 
 // dst = silu(gate) * up over one row: the one formula of silu_and_mul and the fused gate/up

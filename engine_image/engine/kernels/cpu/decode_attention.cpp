@@ -1,6 +1,9 @@
 // Decode attention over the paged KV pool on CPU, reading each request's K and V rows in
 // place through req_to_token: no gather into a padded copy, no mask.
 //
+// A sliding window (window > 0) starts each query's keys at len - window; a logit cap
+// (logit_cap > 0, Gemma 2) maps each scaled score s to cap * tanh(s / cap).
+//
 // One task is (request, KV head). Its query heads (the GQA group) are taken in blocks of up
 // to four, each block in one pass over the keys: q·k for the block's heads per key row,
 // softmax per head, then the V rows weighted per head. head_dim and the block size are
@@ -47,7 +50,7 @@ inline void prefetch_row(const float* row) {
 
 // Attention of GB query heads (q: GB rows of D) over one KV head; out: GB rows of D.
 template <int D, int GB>
-void attend_block(const float* q_rows, float scale, const Head& head, float* scores, float* out) {
+void attend_block(const float* q_rows, float scale, float cap, const Head& head, float* scores, float* out) {
   constexpr int NV = D / 8;
   vec8 q[GB][NV];
   for (int g = 0; g < GB; ++g)
@@ -64,7 +67,7 @@ void attend_block(const float* q_rows, float scale, const Head& head, float* sco
       for (int g = 0; g < GB; ++g) acc[g] += q[g][j] * kj;
     }
     for (int g = 0; g < GB; ++g) {
-      const float s = sum8(acc[g]);
+      const float s = cap > 0.f ? cap * std::tanh(sum8(acc[g]) / cap) : sum8(acc[g]);
       scores[g * L + t] = s;
       row_max[g] = std::max(row_max[g], s);
     }
@@ -91,15 +94,16 @@ void attend_block(const float* q_rows, float scale, const Head& head, float* sco
 }
 
 template <int D>
-void attend_group(const float* q_rows, int64_t group, float scale, const Head& head, float* scores, float* out) {
+void attend_group(const float* q_rows, int64_t group, float scale, float cap, const Head& head, float* scores,
+                  float* out) {
   for (int64_t g0 = 0; g0 < group; g0 += 4) {
     const float* q = q_rows + g0 * D;
     float* o = out + g0 * D;
     switch (std::min<int64_t>(group - g0, 4)) {
-      case 1: attend_block<D, 1>(q, scale, head, scores, o); break;
-      case 2: attend_block<D, 2>(q, scale, head, scores, o); break;
-      case 3: attend_block<D, 3>(q, scale, head, scores, o); break;
-      default: attend_block<D, 4>(q, scale, head, scores, o); break;
+      case 1: attend_block<D, 1>(q, scale, cap, head, scores, o); break;
+      case 2: attend_block<D, 2>(q, scale, cap, head, scores, o); break;
+      case 3: attend_block<D, 3>(q, scale, cap, head, scores, o); break;
+      default: attend_block<D, 4>(q, scale, cap, head, scores, o); break;
     }
   }
 }
@@ -114,10 +118,11 @@ void check_float(const at::Tensor& t, const char* name) {
 namespace gomgr_cpu {
 
 // q, out: [B, heads * D]; k_buffer, v_buffer: [slots, kv_heads, D]; req_to_token: [rows, C];
-// req_pool_indices, seq_lens: [B] int64.
+// req_pool_indices, seq_lens: [B] int64; window: 0 for none; logit_cap: 0 for none.
 void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tensor& k_buffer,
                       const at::Tensor& v_buffer, const at::Tensor& req_to_token,
-                      const at::Tensor& req_pool_indices, const at::Tensor& seq_lens, double scale) {
+                      const at::Tensor& req_pool_indices, const at::Tensor& seq_lens, double scale,
+                      int64_t window, double logit_cap) {
   check_float(q, "q");
   check_float(out, "out");
   check_float(k_buffer, "k_buffer");
@@ -142,23 +147,25 @@ void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tens
   const int64_t* rows = req_pool_indices.data_ptr<int64_t>();
   const int64_t* lens = seq_lens.data_ptr<int64_t>();
   const float sc = static_cast<float>(scale);
+  const float cap = static_cast<float>(logit_cap);
 
   at::parallel_for(0, batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scores;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / kv_heads;
       const int64_t h = task % kv_heads;
-      const Head head{k_ptr + h * D, v_ptr + h * D, kv_heads * D, r2t + rows[b] * r2t_stride, lens[b]};
+      const int64_t first = window > 0 ? std::max<int64_t>(lens[b] - window, 0) : 0;
+      const Head head{k_ptr + h * D, v_ptr + h * D, kv_heads * D, r2t + rows[b] * r2t_stride + first, lens[b] - first};
       scores.resize(std::min<int64_t>(group, 4) * head.len);
       const int64_t offset = b * heads * D + h * group * D;
       const float* qh = q_ptr + offset;
       float* oh = out_ptr + offset;
       switch (D) {
-        case 16: attend_group<16>(qh, group, sc, head, scores.data(), oh); break;
-        case 32: attend_group<32>(qh, group, sc, head, scores.data(), oh); break;
-        case 64: attend_group<64>(qh, group, sc, head, scores.data(), oh); break;
-        case 128: attend_group<128>(qh, group, sc, head, scores.data(), oh); break;
-        default: attend_group<256>(qh, group, sc, head, scores.data(), oh); break;
+        case 16: attend_group<16>(qh, group, sc, cap, head, scores.data(), oh); break;
+        case 32: attend_group<32>(qh, group, sc, cap, head, scores.data(), oh); break;
+        case 64: attend_group<64>(qh, group, sc, cap, head, scores.data(), oh); break;
+        case 128: attend_group<128>(qh, group, sc, cap, head, scores.data(), oh); break;
+        default: attend_group<256>(qh, group, sc, cap, head, scores.data(), oh); break;
       }
     }
   });
@@ -167,6 +174,6 @@ void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tens
 }  // namespace gomgr_cpu
 
 TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
-  m.def("decode_attention(Tensor q, Tensor(a!) out, Tensor k_buffer, Tensor v_buffer, Tensor req_to_token, Tensor req_pool_indices, Tensor seq_lens, float scale) -> ()");
+  m.def("decode_attention(Tensor q, Tensor(a!) out, Tensor k_buffer, Tensor v_buffer, Tensor req_to_token, Tensor req_pool_indices, Tensor seq_lens, float scale, int window, float logit_cap) -> ()");
   m.impl("decode_attention", &gomgr_cpu::decode_attention);
 }

@@ -106,7 +106,7 @@ class QuantizedDecodeStack : public torch::CustomClassHolder {
       store_kv(rotated.narrow(1, heads_, kv_heads_), v, k_buffers[l], v_buffers[l], loc);
       const at::Tensor queries = rotated.narrow(1, 0, heads_).reshape({tokens, q_size}).contiguous();
       const at::Tensor attended = at::empty_like(queries);
-      decode_attention(queries, attended, k_buffers[l], v_buffers[l], req_to_token, req_pool_indices, seq_lens, scale_);
+      decode_attention(queries, attended, k_buffers[l], v_buffers[l], req_to_token, req_pool_indices, seq_lens, scale_, 0, 0.0);
       const at::Tensor attention_out = layer.o(attended);
       at::Tensor mlp_in = at::empty_like(attention_out), sum = at::empty_like(attention_out);
       add_rms_norm(attention_out, residual, mlp_in, sum, layer.post_attention_norm, eps_);

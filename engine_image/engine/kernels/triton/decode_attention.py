@@ -5,7 +5,8 @@ KV head, split), attends every query head of that KV head's group to its chunk, 
 normalised partial output and its log-sum-exp. Stage 2 merges the splits per query head.
 KV slots are read through ``req_to_token[req_pool_indices[b], :seq_lens[b]]``, so the
 kernels need no per-forward index tensors and every shape depends only on the batch size
-(which is what CUDA graph capture needs).
+(which is what CUDA graph capture needs). A sliding window (``window > 0``) starts the keys
+at ``seq_len - window``; a logit cap maps each scaled score s to ``cap * tanh(s / cap)``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import triton
 import triton.language as tl
 
 from engine.kernels.triton.dot import dot_precision
+from engine.kernels.triton.logit_cap import cap_logits
 
 # NOTE: tl.dot needs at least 16 rows: a GQA group (often 1..8 heads) is padded up to it.
 _MIN_DOT_ROWS = 16
@@ -23,13 +25,14 @@ _MIN_DOT_ROWS = 16
 @triton.jit
 def _decode_split_kernel(
     Q, K_Buffer, V_Buffer, Req_to_token, Req_pool_indices, Seq_lens, Mid_O, Mid_Lse,
-    sm_scale,
+    sm_scale, window,
     stride_qb, stride_qh,
     stride_kt, stride_kh,
     stride_vt, stride_vh,
     stride_rt,
     stride_mob, stride_moh, stride_mos,
     stride_mlb, stride_mlh,
+    LOGIT_CAP: tl.constexpr,
     GROUP: tl.constexpr,
     NUM_SPLITS: tl.constexpr,
     HEAD_DIM: tl.constexpr,
@@ -50,8 +53,10 @@ def _decode_split_kernel(
 
     seq_len = tl.load(Seq_lens + b).to(tl.int32)
     row = tl.load(Req_pool_indices + b)
-    split_len = tl.cdiv(seq_len, NUM_SPLITS)
-    start = split * split_len
+    # NOTE: branch-free (window 0: the whole sequence), so compiled and interpreted agree.
+    first = tl.maximum(seq_len - tl.where(window > 0, window, seq_len), 0)
+    split_len = tl.cdiv(seq_len - first, NUM_SPLITS)
+    start = first + split * split_len
     end = tl.minimum(start + split_len, seq_len)
 
     q = tl.load(
@@ -73,6 +78,8 @@ def _decode_split_kernel(
             other=0.0,
         )
         scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * sm_scale
+        if LOGIT_CAP > 0:
+            scores = cap_logits(scores, LOGIT_CAP)
         scores = tl.where(n_mask[None, :], scores, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(scores, 1))
         p = tl.exp(scores - m_new[:, None])
@@ -115,7 +122,7 @@ def _decode_reduce_kernel(
     offs_d = tl.arange(0, BLOCK_D)
     d_mask = offs_d < HEAD_DIM
 
-    # NOTE: split 0 is never empty (seq_len >= 1), so m_i is finite after the first step
+    # NOTE: split 0 is never empty (seq_len >= 1, window >= 1), so m_i is finite after the first step
     # and the -inf of later empty splits only ever appears as exp(-inf) = 0.
     m_i = float("-inf")
     l_i = 0.0
@@ -150,8 +157,10 @@ def decode_attention(
     sm_scale: float,
     num_splits: int = 8,
     block_n: int = 32,
+    window: int = 0,
+    logit_cap: float = 0.0,
 ) -> torch.Tensor:
-    """One query token per request over its KV.
+    """One query token per request over its KV (its last ``window`` keys when ``window > 0``).
 
     q: ``[B, heads, head_dim]``; k/v_buffer: ``[slots, kv_heads, head_dim]``;
     req_to_token: ``[rows, max_len]``; req_pool_indices, seq_lens: ``[B]`` (every
@@ -168,13 +177,14 @@ def decode_attention(
     block_d = triton.next_power_of_2(head_dim)
     _decode_split_kernel[(batch, num_kv_heads, num_splits)](
         q, k_buffer, v_buffer, req_to_token, req_pool_indices, seq_lens, mid_o, mid_lse,
-        sm_scale,
+        sm_scale, window,
         q.stride(0), q.stride(1),
         k_buffer.stride(0), k_buffer.stride(1),
         v_buffer.stride(0), v_buffer.stride(1),
         req_to_token.stride(0),
         mid_o.stride(0), mid_o.stride(1), mid_o.stride(2),
         mid_lse.stride(0), mid_lse.stride(1),
+        LOGIT_CAP=logit_cap,
         GROUP=group,
         NUM_SPLITS=num_splits,
         HEAD_DIM=head_dim,

@@ -3,7 +3,9 @@
 The new tokens' K/V are already in the pool, so each request attends over
 ``req_to_token[row, :prefix + new]`` with query ``i`` (position ``prefix + i``) seeing keys
 ``0 .. prefix + i``. One program per (request, query head, block of new tokens) runs an
-online softmax over key blocks up to the block's causal limit.
+online softmax over key blocks up to the block's causal limit. A sliding window (``window > 0``)
+hides keys more than ``window - 1`` positions behind a query; a logit cap maps each scaled
+score s to ``cap * tanh(s / cap)``.
 """
 
 from __future__ import annotations
@@ -13,17 +15,19 @@ import triton
 import triton.language as tl
 
 from engine.kernels.triton.dot import dot_precision
+from engine.kernels.triton.logit_cap import cap_logits
 
 
 @triton.jit
 def _extend_kernel(
     Q, O, K_Buffer, V_Buffer, Req_to_token, Req_pool_indices, Q_starts, Extend_lens, Prefix_lens,
-    sm_scale,
+    sm_scale, window,
     stride_qt, stride_qh,
     stride_ot, stride_oh,
     stride_kt, stride_kh,
     stride_vt, stride_vh,
     stride_rt,
+    LOGIT_CAP: tl.constexpr,
     GROUP: tl.constexpr,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -53,11 +57,14 @@ def _extend_kernel(
         q_pos = prefix + offs_m
         # NOTE: the last query row of this block sees keys up to its own position.
         kv_end = prefix + tl.minimum((block_m + 1) * BLOCK_M, new_len)
+        # NOTE: ... and the first row's window starts where this block's keys start
+        # (branch-free, so compiled and interpreted agree; window 0: at key 0).
+        kv_start = tl.where(window > 0, tl.maximum(prefix + block_m * BLOCK_M - window + 1, 0), 0)
 
         m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
         acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-        for n0 in range(0, kv_end, BLOCK_N):
+        for n0 in range(kv_start, kv_end, BLOCK_N):
             offs_n = n0 + tl.arange(0, BLOCK_N)
             n_mask = offs_n < kv_end
             slots = tl.load(Req_to_token + row * stride_rt + offs_n, mask=n_mask, other=0)
@@ -68,13 +75,17 @@ def _extend_kernel(
                 other=0.0,
             )
             scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * sm_scale
-            # NOTE: key 0 is visible to every row (padded rows included), so each row's
-            # running max is finite after the first block and no row ever divides 0/0.
-            visible = (offs_n[None, :] <= q_pos[:, None]) & n_mask[None, :]
+            if LOGIT_CAP > 0:
+                scores = cap_logits(scores, LOGIT_CAP)
+            in_window = (offs_n[None, :] > q_pos[:, None] - window) | (window <= 0)
+            visible = (offs_n[None, :] <= q_pos[:, None]) & n_mask[None, :] & in_window
             scores = tl.where(visible, scores, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(scores, 1))
-            p = tl.exp(scores - m_new[:, None])
-            alpha = tl.exp(m_i - m_new)
+            # NOTE: under a window a row may see no key of a block (its max is -inf): it
+            # subtracts 0 instead, so its p and alpha are 0, not exp(-inf + inf) = NaN.
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp(scores - m_safe[:, None])
+            alpha = tl.exp(m_i - m_safe)
             v = tl.load(
                 V_Buffer + slots[:, None] * stride_vt + kv_head * stride_vh + offs_d[None, :],
                 mask=kv_mask,
@@ -84,7 +95,8 @@ def _extend_kernel(
             l_i = l_i * alpha + tl.sum(p, 1)
             m_i = m_new
 
-        out = acc / l_i[:, None]
+        # NOTE: only padded rows (not stored) can end with l_i = 0.
+        out = acc / tl.maximum(l_i, 1e-30)[:, None]
         tl.store(
             O + (q_start + offs_m)[:, None] * stride_ot + head * stride_oh + offs_d[None, :],
             out.to(O.dtype.element_ty),
@@ -105,6 +117,8 @@ def extend_attention(
     sm_scale: float,
     block_m: int = 32,
     block_n: int = 32,
+    window: int = 0,
+    logit_cap: float = 0.0,
 ) -> torch.Tensor:
     """Causal attention of the new tokens of B requests, flattened along the token axis.
 
@@ -123,12 +137,13 @@ def extend_attention(
     grid = (batch, num_heads, triton.cdiv(max_extend_len, block_m))
     _extend_kernel[grid](
         q, out, k_buffer, v_buffer, req_to_token, req_pool_indices, q_starts, extend_lens, prefix_lens,
-        sm_scale,
+        sm_scale, window,
         q.stride(0), q.stride(1),
         out.stride(0), out.stride(1),
         k_buffer.stride(0), k_buffer.stride(1),
         v_buffer.stride(0), v_buffer.stride(1),
         req_to_token.stride(0),
+        LOGIT_CAP=logit_cap,
         GROUP=num_heads // num_kv_heads,
         HEAD_DIM=head_dim,
         BLOCK_M=block_m,
