@@ -55,9 +55,13 @@ def render_command(
     ] = None,
     router_port: Annotated[int, typer.Option(help="The router Service's port.")] = 8000,
     router_api_key_secret: Annotated[
-        str | None, typer.Option(help="A Secret whose key `api-key` the router's clients must "
-                                 "send (default: no key).")
-    ] = None,
+        str, typer.Option(help="The Secret whose key `api-key` the router's clients must send "
+                          "(the router serves beyond loopback only with a key and TLS).")
+    ] = "gomgr-router-key",
+    router_tls_secret: Annotated[
+        str, typer.Option(help="The kubernetes.io/tls Secret (tls.crt, tls.key) the router "
+                          "serves HTTPS with.")
+    ] = "gomgr-router-tls",
 ) -> None:
     """Write the manifests for the engines FILE lists, from the same model manifests as
     `gomgr apply`. Exit 2: a bad option, file or engine, or kubectl missing or failing."""
@@ -79,6 +83,7 @@ def render_command(
             target=Target(target), namespace=namespace, model_source=ModelSource(model_source),
             models_pvc=models_pvc, gomgr_image=gomgr_image, engine_image=engine_image,
             router_port=router_port, router_api_key_secret=router_api_key_secret,
+            router_tls_secret=router_tls_secret,
         )
         files = render(load_desired_state(file), options)
         if output is None and kubectl is None:

@@ -52,6 +52,7 @@ class ContainerPort(K8sModel):
 class HTTPGetAction(K8sModel):
     path: str
     port: int | str
+    scheme: Literal["HTTP", "HTTPS"] | None = None  # None: HTTP
 
 
 class Probe(K8sModel):
@@ -105,9 +106,14 @@ class ConfigMapVolumeSource(K8sModel):
     name: str
 
 
+class SecretVolumeSource(K8sModel):
+    secret_name: str
+
+
 class Volume(K8sModel):
     name: str
     empty_dir: EmptyDirVolumeSource | None = None
+    secret: SecretVolumeSource | None = None
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     config_map: ConfigMapVolumeSource | None = None
 

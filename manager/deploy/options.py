@@ -29,6 +29,9 @@ class RenderOptions:
     # the image a cluster pulls instead, e.g. registry.example.com/gomgr-engine:0.1.
     engine_image: str | None = None
     router_port: int = 8000
-    # NOTE: a Secret whose `api-key` the router's clients must send; None: no key (the router
-    # Service is cluster-internal unless you expose it).
-    router_api_key_secret: str | None = None
+    # NOTE: in its pod the router listens beyond loopback, which it does only with a client
+    # key and TLS (router/config.py): a Secret whose `api-key` its clients must send, and a
+    # kubernetes.io/tls Secret (tls.crt, tls.key) it serves HTTPS with. The user creates both
+    # (docs/scale-out.md); the pod waits for them.
+    router_api_key_secret: str = "gomgr-router-key"
+    router_tls_secret: str = "gomgr-router-tls"

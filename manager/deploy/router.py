@@ -29,6 +29,7 @@ from manager.deploy.k8s_objects import (
     PodTemplateSpec,
     Probe,
     SecretKeySelector,
+    SecretVolumeSource,
     Service,
     ServicePort,
     ServiceSpec,
@@ -46,6 +47,7 @@ BACKENDS_KEY = "backends.yaml"
 CONFIG_DIR = "/etc/gomgr"
 # NOTE: the router makes its admin token here on start; nothing else needs it in a cluster.
 TOKEN_DIR = "/var/run/gomgr"
+TLS_DIR = "/etc/gomgr-tls"
 BACKENDS_HASH = "gomgr.dev/backends-sha256"  # a changed file rolls the router's pod
 API_KEY_ENV = "GOMGR_ROUTER_API_KEY"
 
@@ -108,32 +110,31 @@ def _labels() -> dict[str, str]:
 
 def _pod_spec(options: RenderOptions) -> PodSpec:
     probe = Probe(
-        http_get=HTTPGetAction(path="/health", port=PORT_NAME),
+        http_get=HTTPGetAction(path="/health", port=PORT_NAME, scheme="HTTPS"),
         period_seconds=10, timeout_seconds=5, failure_threshold=3,
     )
+    # NOTE: Kubernetes expands $(VAR) in a command from the container's environment, so the
+    # key stays in its Secret, out of the rendered files.
     command = [
         "python", "-m", "router", "--host", "0.0.0.0", "--port", str(options.router_port),
         "--backends", f"{CONFIG_DIR}/{BACKENDS_KEY}",
         "--admin-token-file", f"{TOKEN_DIR}/router.token",
+        "--api-key", f"$({API_KEY_ENV})",
+        "--tls-certfile", f"{TLS_DIR}/tls.crt", "--tls-keyfile", f"{TLS_DIR}/tls.key",
     ]
-    env = None
-    if options.router_api_key_secret is not None:
-        # NOTE: Kubernetes expands $(VAR) in a command from the container's environment, so
-        # the key stays in its Secret, out of the rendered files.
-        command += ["--api-key", f"$({API_KEY_ENV})"]
-        key = SecretKeySelector(name=options.router_api_key_secret, key="api-key")
-        env = [EnvVar(name=API_KEY_ENV, value_from=EnvVarSource(secret_key_ref=key))]
+    key = SecretKeySelector(name=options.router_api_key_secret, key="api-key")
     return PodSpec(
         containers=[
             Container(
                 name="router",
                 image=options.gomgr_image,
                 command=command,
-                env=env,
+                env=[EnvVar(name=API_KEY_ENV, value_from=EnvVarSource(secret_key_ref=key))],
                 ports=[ContainerPort(name=PORT_NAME, container_port=options.router_port)],
                 volume_mounts=[
                     VolumeMount(name="backends", mount_path=CONFIG_DIR, read_only=True),
                     VolumeMount(name="admin-token", mount_path=TOKEN_DIR),
+                    VolumeMount(name="tls", mount_path=TLS_DIR, read_only=True),
                 ],
                 readiness_probe=probe,
                 liveness_probe=probe,
@@ -142,5 +143,6 @@ def _pod_spec(options: RenderOptions) -> PodSpec:
         volumes=[
             Volume(name="backends", config_map=ConfigMapVolumeSource(name=ROUTER_NAME)),
             Volume(name="admin-token", empty_dir=EmptyDirVolumeSource()),
+            Volume(name="tls", secret=SecretVolumeSource(secret_name=options.router_tls_secret)),
         ],
     )

@@ -31,6 +31,7 @@ GOMGR_INT4_BITS = 4
 GOMGR_AWQ_VERSIONS = frozenset({"gemm"})
 GOMGR_GPTQ_FORMATS = frozenset({"gptq"})
 GOMGR_GROUP_SIZES = frozenset({-1, 32, 64, 128})
+GOMGR_INT4_ARCHITECTURES = frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"})
 # NOTE: `quantization_config.quant_method` values (GGUF files carry no config.json).
 _UPSTREAM_QUANTIZATIONS = frozenset({
     "awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "fp8", "fbgemm_fp8",
@@ -78,7 +79,7 @@ class ModelTraits:
             architecture=architecture,
             quantization=str(method) if method is not None else None,
             rope_type=str(rope) if rope is not None else None,
-            quantization_gap=_int4_gap(quantization) if isinstance(quantization, dict) else None,
+            quantization_gap=_int4_gap(quantization, architecture) if isinstance(quantization, dict) else None,
         )
 
     @classmethod
@@ -104,11 +105,13 @@ def unserved_by(engine: str, traits: ModelTraits) -> str | None:
     return None
 
 
-def _int4_gap(config: dict[str, object]) -> str | None:
+def _int4_gap(config: dict[str, object], architecture: str | None) -> str | None:
     """As the engine's `int4_config` refuses: the first thing of an awq/gptq config it does not load."""
     method = str(config.get("quant_method", "")).lower()
     if method not in GOMGR_QUANTIZATIONS:
         return None
+    if architecture is not None and architecture not in GOMGR_INT4_ARCHITECTURES:
+        return f"{method} checkpoints of {architecture!r}"
     bits = config.get("bits", config.get("w_bit"))
     if bits != GOMGR_INT4_BITS:
         return f"{method} with bits {bits!r}"

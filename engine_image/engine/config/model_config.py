@@ -15,8 +15,8 @@ from engine.config.architectures import (
     REWARD_ARCHITECTURES,
     SUPPORTED_ARCHITECTURES,
 )
-from engine.config.quantization import Int4Config, int4_config
 from engine.config.attention_pattern import AttentionPattern, attention_pattern
+from engine.config.quantization import Int4Config, int4_config
 from engine.config.rope_config import SUPPORTED_ROPE_TYPES, RopeConfig, rope_config
 from engine.core.errors import UnsupportedModelError
 
@@ -132,7 +132,7 @@ class ModelConfig:
             bos_token_id=raw.get("bos_token_id"),
             raw=raw,
             moe=_moe_config(raw, arch),
-            quantization=int4_config(raw.get("quantization_config")),
+            quantization=int4_config(raw.get("quantization_config"), arch),
             local_rope=rope_config(raw, "sliding_attention") if arch == "Gemma3ForCausalLM" else None,
         )
 

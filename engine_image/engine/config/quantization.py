@@ -18,6 +18,9 @@ INT4_METHODS = ("awq", "gptq")
 INT4_BITS = 4
 AWQ_VERSIONS = ("gemm",)
 GPTQ_CHECKPOINT_FORMATS = ("gptq",)
+# NOTE: the decoders whose separate q/k/v and gate/up projections the int4 loader replaces
+# (Phi-3 stores them fused; Gemma's layer is its own).
+INT4_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
 # NOTE: -1 is one group per row; the CPU kernels split every group into runs of 32.
 INT4_GROUP_SIZES = (-1, 32, 64, 128)
 
@@ -41,8 +44,9 @@ class Int4Config:
         return " ".join(words)
 
 
-def int4_config(raw: Any) -> Int4Config | None:
-    """The int4 format ``quantization_config`` (``raw``) declares; None without one.
+def int4_config(raw: Any, architecture: str) -> Int4Config | None:
+    """The int4 format ``quantization_config`` (``raw``) of an ``architecture`` model
+    declares; None without one.
 
     Raises UnsupportedModelError naming the first thing the engine does not load.
     """
@@ -55,6 +59,8 @@ def int4_config(raw: Any) -> Int4Config | None:
         raise UnsupportedModelError(
             f"quantization {method or 'without quant_method'!r} is not supported (supported: awq, gptq)"
         )
+    if architecture not in INT4_ARCHITECTURES:
+        raise UnsupportedModelError(f"{method} checkpoints of {architecture} are not supported yet")
     bits = raw.get("bits", raw.get("w_bit"))
     if bits != INT4_BITS:
         raise UnsupportedModelError(f"{method} with bits {bits!r} is not supported (only 4)")

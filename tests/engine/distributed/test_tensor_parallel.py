@@ -135,9 +135,18 @@ def test_tp_matches_one_rank_with_the_radix_cache(
     _assert_same(again, refs[2])
 
 
-def test_bad_tp_size_fails_at_once(checkpoints: dict[str, Path]) -> None:
-    for tp, reason in (("0", "must be >= 1"), ("4", "must divide the model's 6 attention heads")):
-        command = [sys.executable, "-m", "engine.launch_server", "--model-path", str(checkpoints["llama"]), "--tp-size", tp]
+def test_bad_tp_size_fails_at_once(checkpoints: dict[str, Path], tmp_path: Path) -> None:
+    # NOTE: the check reads config.json alone, so a Phi-3 config without weights shows the refusal.
+    phi3 = tmp_path / "phi3"
+    phi3.mkdir()
+    (phi3 / "config.json").write_text('{"architectures": ["Phi3ForCausalLM"], "num_attention_heads": 4}')
+    cases = (
+        (checkpoints["llama"], "0", "must be >= 1"),
+        (checkpoints["llama"], "4", "must divide the model's 6 attention heads"),
+        (phi3, "2", "does not shard Phi3ForCausalLM yet"),
+    )
+    for model, tp, reason in cases:
+        command = [sys.executable, "-m", "engine.launch_server", "--model-path", str(model), "--tp-size", tp]
         result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
         assert result.returncode != 0
         lines = result.stderr.strip().splitlines()

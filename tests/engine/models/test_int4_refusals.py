@@ -48,3 +48,15 @@ def test_an_unsupported_variant_is_refused_in_one_line(
     with pytest.raises(UnsupportedModelError) as refused:
         Engine(str(tmp_path), max_total_tokens=256, device="cpu")
     assert str(refused.value) == message
+
+
+def test_an_int4_checkpoint_of_a_family_the_loader_does_not_split_is_refused(
+    tmp_path: Path, tokenizer_files: list[Path]
+) -> None:
+    for file in tokenizer_files:
+        shutil.copy(file, tmp_path / file.name)
+    config = {**LLAMA, "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "quantization_config": AWQ}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(UnsupportedModelError) as refused:
+        Engine(str(tmp_path), max_total_tokens=256, device="cpu")
+    assert str(refused.value) == "awq checkpoints of Phi3ForCausalLM are not supported yet"

@@ -14,6 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from router.__main__ import parse_args
 from router.static_backends import load_static_backends
 from tests.manager.deploy.conftest import ENGINES_FILE, RenderCli
 
@@ -65,11 +66,12 @@ def test_a_schema_violation_is_caught(render_cli: RenderCli) -> None:
         kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
 
 
-def test_image_and_router_key_options(render_cli: RenderCli) -> None:
-    """--engine-image replaces gomgr's engine image only; the router's key stays in its Secret."""
+def test_image_and_router_key_options(render_cli: RenderCli, tmp_path: Path) -> None:
+    """--engine-image replaces gomgr's engine image only; the router's key and TLS files come
+    from their Secrets, and the router's own checks accept the command it is given."""
     documents = rendered(
         render_cli, "--engine-image", "registry.example/gomgr-engine:0.1",
-        "--router-api-key-secret", "router-key",
+        "--router-api-key-secret", "router-key", "--router-tls-secret", "router-tls",
     )
     for doc in documents:
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
@@ -84,9 +86,20 @@ def test_image_and_router_key_options(render_cli: RenderCli) -> None:
         "gomgr-llama-8b": "vllm/vllm-openai:latest",
         "gomgr-router": "gomgr:latest",
     }
-    router = deployments["gomgr-router"]["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
-    assert router["command"][-2:] == ["--api-key", "$(GOMGR_ROUTER_API_KEY)"]
+    pod = deployments["gomgr-router"]["spec"]["template"]["spec"]  # type: ignore[index]
+    router = pod["containers"][0]
     assert router["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "router-key", "key": "api-key"}
+    assert {"name": "tls", "secret": {"secretName": "router-tls"}} in pod["volumes"]
+    assert router["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    # NOTE: the router listens on 0.0.0.0 in its pod: with the Secrets' files in place (here
+    # stand-in files) and the key expanded, its own exposure check lets it start.
+    argv = router["command"][3:]
+    for name in ("tls.crt", "tls.key"):
+        (tmp_path / name).write_text("PEM")
+        argv[argv.index(f"/etc/gomgr-tls/{name}")] = str(tmp_path / name)
+    argv[argv.index("$(GOMGR_ROUTER_API_KEY)")] = "sk-cluster"
+    config, _ = parse_args(argv)
+    assert config.host == "0.0.0.0" and config.exposure_problem() is None
 
 
 def test_the_router_reads_its_configmap(render_cli: RenderCli, tmp_path: Path) -> None:

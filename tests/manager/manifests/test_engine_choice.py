@@ -23,6 +23,7 @@ from engine.config.model_config import SUPPORTED_ROPE_TYPES
 from engine.config.quantization import (
     AWQ_VERSIONS,
     GPTQ_CHECKPOINT_FORMATS,
+    INT4_ARCHITECTURES,
     INT4_BITS,
     INT4_GROUP_SIZES,
     INT4_METHODS,
@@ -33,6 +34,7 @@ from manager.manifests.engine_support import (
     GOMGR_AWQ_VERSIONS,
     GOMGR_GPTQ_FORMATS,
     GOMGR_GROUP_SIZES,
+    GOMGR_INT4_ARCHITECTURES,
     GOMGR_INT4_BITS,
     GOMGR_QUANTIZATIONS,
     GOMGR_ROPE_TYPES,
@@ -65,6 +67,7 @@ def test_the_managers_tables_equal_the_engines() -> None:
     assert set(INT4_METHODS) == GOMGR_QUANTIZATIONS and INT4_BITS == GOMGR_INT4_BITS
     assert set(AWQ_VERSIONS) == GOMGR_AWQ_VERSIONS and set(GPTQ_CHECKPOINT_FORMATS) == GOMGR_GPTQ_FORMATS
     assert set(INT4_GROUP_SIZES) == GOMGR_GROUP_SIZES
+    assert set(INT4_ARCHITECTURES) == GOMGR_INT4_ARCHITECTURES
 
 
 @pytest.mark.parametrize(
@@ -74,6 +77,10 @@ def test_the_managers_tables_equal_the_engines() -> None:
         ({**LLAMA, "quantization_config": {**GPTQ, "bits": 8}}, "gptq with bits 8"),
         ({**LLAMA, "quantization_config": {**GPTQ, "checkpoint_format": "gptq_v2"}}, "gptq checkpoint_format 'gptq_v2'"),
         ({**LLAMA, "quantization_config": {"quant_method": "fp8"}}, "quantization 'fp8'"),
+        (
+            {"architectures": ["Gemma2ForCausalLM"], "quantization_config": AWQ["quantization_config"]},
+            "awq checkpoints of 'Gemma2ForCausalLM'",
+        ),
         ({"architectures": ["Gemma3ForConditionalGeneration"]}, "architecture 'Gemma3ForConditionalGeneration'"),
         ({"architectures": ["PhiMoEForCausalLM"]}, "architecture 'PhiMoEForCausalLM'"),
         ({**LLAMA, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}}, "RoPE type 'dynamic'"),
