@@ -36,13 +36,15 @@ def traits_of(model_path: Path) -> ModelTraits:
     if not is_gguf_file(model_path):
         model_path = model_path_in(model_path) if model_path.is_dir() else model_path
     if is_gguf_file(model_path):
-        return ModelTraits(architecture=_gguf_architecture(model_path))
+        name = _gguf_architecture(model_path)
+        return ModelTraits(architecture=hf_architecture(name) if name else None, gguf_architecture=name)
     return ModelTraits.of_directory(model_path)
 
 
 def _gguf_architecture(path: Path) -> str | None:
+    """The file's `general.architecture` (llama.cpp's name), None where it cannot be read."""
     try:
         name = read_header(FileSource(path)).get("general.architecture")
     except HeaderReadError:
         return None
-    return hf_architecture(name) if isinstance(name, str) else None
+    return name if isinstance(name, str) else None

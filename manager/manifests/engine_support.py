@@ -23,6 +23,8 @@ GOMGR_ARCHITECTURES = frozenset({
     "LlamaForSequenceClassification", "BertModel", "BertForSequenceClassification",
     "XLMRobertaForSequenceClassification",
 })
+# NOTE: the engine's GGUF loader (`engine.gguf.hparams.GGUF_ARCHITECTURES`), by GGUF name.
+GOMGR_GGUF_ARCHITECTURES = frozenset({"llama", "qwen2", "qwen3"})
 GOMGR_ROPE_TYPES = frozenset({"default", "linear", "llama3", "yarn", "longrope", "su"})
 # NOTE: the engine's int4 tables (`engine.config.quantization`): AWQ in its GEMM layout and
 # GPTQ v1, 4 bits, these group sizes; every other variant of the two goes upstream.
@@ -56,6 +58,8 @@ class ModelTraits:
     # NOTE: what of an awq/gptq `quantization_config` gomgr's engine does not load (e.g.
     # "awq version 'gemv'"); None where it loads it, or for other methods.
     quantization_gap: str | None = None
+    # NOTE: a GGUF file's `general.architecture` (llama.cpp's name); None for other formats.
+    gguf_architecture: str | None = None
 
     @classmethod
     def from_config(cls, config: object) -> ModelTraits:
@@ -98,6 +102,8 @@ def unserved_by(engine: str, traits: ModelTraits) -> str | None:
         return None
     if traits.quantization_gap is not None:
         return traits.quantization_gap
+    if traits.gguf_architecture is not None and traits.gguf_architecture not in GOMGR_GGUF_ARCHITECTURES:
+        return f"GGUF architecture {traits.gguf_architecture!r}"
     if traits.architecture is not None and traits.architecture not in GOMGR_ARCHITECTURES:
         return f"architecture {traits.architecture!r}"
     if traits.rope_type is not None and traits.rope_type not in GOMGR_ROPE_TYPES:

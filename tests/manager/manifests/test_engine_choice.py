@@ -28,10 +28,12 @@ from engine.config.quantization import (
     INT4_GROUP_SIZES,
     INT4_METHODS,
 )
+from engine.gguf.hparams import GGUF_ARCHITECTURES
 from manager.manifests.architecture import traits_of
 from manager.manifests.engine_support import (
     GOMGR_ARCHITECTURES,
     GOMGR_AWQ_VERSIONS,
+    GOMGR_GGUF_ARCHITECTURES,
     GOMGR_GPTQ_FORMATS,
     GOMGR_GROUP_SIZES,
     GOMGR_INT4_ARCHITECTURES,
@@ -44,6 +46,7 @@ from manager.manifests.engine_support import (
 from manager.manifests.errors import ManifestError
 from manager.manifests.flags import to_engine_flags
 from manager.manifests.resolve import resolve_manifest
+from tests.support.tiny_gguf import write_tiny_gguf
 
 GOMGR = Path(sys.executable).parent / "gomgr"
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
@@ -68,6 +71,7 @@ def test_the_managers_tables_equal_the_engines() -> None:
     assert set(AWQ_VERSIONS) == GOMGR_AWQ_VERSIONS and set(GPTQ_CHECKPOINT_FORMATS) == GOMGR_GPTQ_FORMATS
     assert set(INT4_GROUP_SIZES) == GOMGR_GROUP_SIZES
     assert set(INT4_ARCHITECTURES) == GOMGR_INT4_ARCHITECTURES
+    assert set(GGUF_ARCHITECTURES) == GOMGR_GGUF_ARCHITECTURES
 
 
 @pytest.mark.parametrize(
@@ -182,3 +186,14 @@ def test_doctor_and_manifests_show_name_the_same_decision(tmp_path: Path, config
     refused = _gomgr(config_dir, "doctor", str(unknown), "--runtime", "process")
     assert refused.returncode == 1
     assert "engine: none (no engine serves" in refused.stdout
+
+
+@pytest.mark.parametrize(("gguf_arch", "engine"), [("llama", "gomgr"), ("gemma2", "vllm"), ("phi3", "vllm")])
+def test_a_gguf_file_goes_to_gomgr_only_where_its_gguf_loader_reads_the_family(
+    tmp_path: Path, gguf_arch: str, engine: str
+) -> None:
+    path = write_tiny_gguf(tmp_path / f"tiny-{gguf_arch}.gguf", arch=gguf_arch)
+    effective = resolve_manifest(str(path), traits_of(path))
+    assert effective.engine == engine
+    if engine == "vllm":
+        assert effective.engine_reason == f"gomgr's engine does not serve GGUF architecture {gguf_arch!r}"
