@@ -86,13 +86,40 @@ def docker_client(timeout: int) -> DockerClient:
     $DOCKER_TLS_VERIFY/$DOCKER_CERT_PATH or the context's, ssh:// through the `ssh` command
     (so ~/.ssh/config applies)."""
     import docker
+    from docker.constants import MINIMUM_DOCKER_API_VERSION
     from docker.context import ContextAPI
+    from docker.errors import APIError, DockerException
+    from requests import RequestException
 
     host = docker_host()
     ssh = host.startswith("ssh://")
     context = current_context()
-    if context is None:
-        return docker.from_env(timeout=timeout, use_ssh_client=ssh)
-    found = ContextAPI.get_context(context.name)
-    tls = found.TLSConfig if found is not None else None
-    return docker.DockerClient(base_url=host, tls=tls or False, timeout=timeout, use_ssh_client=ssh)
+    found = ContextAPI.get_context(context.name) if context is not None else None
+    tls = (found.TLSConfig if found is not None else None) or False
+
+    def client(version: str | None) -> DockerClient:
+        if context is None:
+            made = docker.from_env(timeout=timeout, use_ssh_client=ssh, version=version)
+        else:
+            made = docker.DockerClient(
+                base_url=host, tls=tls, timeout=timeout, use_ssh_client=ssh, version=version
+            )
+        # NOTE: requests lets $REQUESTS_CA_BUNDLE/$CURL_CA_BUNDLE override a session's own CA
+        # (psf/requests#3829), which would verify the daemon against the system's CAs rather
+        # than DOCKER_CERT_PATH's; so a TCP daemon's client reads no settings from the
+        # environment beyond what the SDK took (no proxy either: the CLI's daemon link is direct).
+        made.api.trust_env = False
+        return made
+
+    if not host.startswith("tcp://"):
+        return client(None)
+    # NOTE: the SDK negotiates the API version in its constructor, before trust_env can be set:
+    # asked first with the oldest version every daemon accepts.
+    probe = client(MINIMUM_DOCKER_API_VERSION)
+    try:
+        version = str(probe.version(api_version=False)["ApiVersion"])
+    except (APIError, RequestException) as exc:
+        raise DockerException(f"Error while fetching server API version: {exc}") from exc
+    finally:
+        probe.close()
+    return client(version)
