@@ -157,6 +157,11 @@ def test_an_engine_on_a_remote_daemon_is_published_beyond_loopback_with_a_key_th
     # NOTE: the router's registration probe reached the engine with its key.
     assert f"AUTH Bearer {key}" in container.logs().decode()
 
+    doctor = remote_env.gomgr("doctor", "--json")
+    report = json.loads(doctor.stdout)
+    assert report["docker"]["remote"] is True and "gpus" not in report["checks"]
+    assert any(f"the Docker daemon at {remote.address} is remote: asked it" in n for n in report["notes"])
+
     stopped = remote_env.gomgr("stop", "--all")
     assert stopped.returncode == 0, stopped.stderr
     assert client.containers.list(all=True) == []
