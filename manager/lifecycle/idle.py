@@ -29,10 +29,9 @@ class Activity:
     busy: bool  # requests running or queued now
 
 
-def scrape_activity(base_url: str, api_key: str | None = None) -> Activity | None:
-    """The engine's request counters (`api_key`: the key it requires); None when it has no
-    /metrics or does not answer."""
-    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+def scrape_activity(base_url: str, headers: dict[str, str] | None = None) -> Activity | None:
+    """The engine's request counters (`headers`: its key, EngineSpec.auth_headers); None when
+    it has no /metrics or does not answer."""
     try:
         reply = httpx.get(f"{base_url}/metrics", headers=headers, timeout=SCRAPE_TIMEOUT_S)
     except httpx.TransportError:

@@ -65,6 +65,11 @@ class EngineSpec:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """What a request to the engine carries: its key, where it requires one."""
+        return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
 
 @dataclass(frozen=True)
 class EngineHandle:

@@ -92,6 +92,7 @@ def test_a_remote_daemon_publishes_beyond_loopback_with_a_key_and_the_remote_sto
     runtime = DockerRuntime(StatePaths(tmp_path / "state"))
     spec = runtime.place(_spec(store))
     assert spec.base_url == "http://10.1.2.3:31000" and spec.api_key and len(spec.api_key) >= 32
+    assert spec.auth_headers == {"authorization": f"Bearer {spec.api_key}"}
     assert runtime.place(_spec(store)).api_key != spec.api_key  # NOTE: one per engine
     kwargs = runtime.create_kwargs(spec)
     assert kwargs["ports"] == {"30000/tcp": ("0.0.0.0", 31000)}
