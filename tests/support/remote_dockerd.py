@@ -27,7 +27,6 @@ from tests.support.engine_process import free_port
 
 START_TIMEOUT_S = 30
 API_VERSION = "1.41"  # NOTE: Debian bookworm's docker.io (20.10), the daemon CI installs
-_BRIDGE_NET = "10.213.7.1/24"
 
 
 def missing_prerequisite() -> str | None:
@@ -98,10 +97,16 @@ class RemoteDockerd:
         tls = root / "tls"
         tls.mkdir(parents=True)
         make_certificates(tls)
+        # NOTE: name and subnet per test process, so two sessions on one machine do not meet.
         bridge = f"gomgr-rd{os.getpid() % 10000}"
+        subnet = f"10.213.{os.getpid() % 250}.1/24"
         subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True)
-        subprocess.run(["ip", "addr", "add", _BRIDGE_NET, "dev", bridge], check=True)
-        subprocess.run(["ip", "link", "set", bridge, "up"], check=True)
+        try:
+            subprocess.run(["ip", "addr", "add", subnet, "dev", bridge], check=True)
+            subprocess.run(["ip", "link", "set", bridge, "up"], check=True)
+        except subprocess.CalledProcessError:
+            subprocess.run(["ip", "link", "del", bridge], check=False)
+            raise
         port = free_port()
         command = [
             "dockerd", "--data-root", str(root / "data"), "--exec-root", str(root / "x"),
