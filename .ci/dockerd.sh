@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A private Docker engine for the test suite and CI: Debian's docker.io, started by hand
 # (no systemd) under its own root, socket and pid file, plus an offline Python base image
-# (no registry is reachable from CI machines).
+# (no registry is reachable from CI machines). iproute2 and openssl: the remote-daemon test
+# starts a second dockerd on a bridge of its own, with TLS certificates it makes
+# (tests/support/remote_dockerd.py).
 #
 #   bash .ci/dockerd.sh up     install if missing, start dockerd, build the base image
 #   bash .ci/dockerd.sh down   stop that dockerd by its pid and undo its mounts
@@ -22,12 +24,13 @@ log() { echo "[dockerd.sh ${SECONDS}s] $*"; }
 daemon_answers() { docker version >/dev/null 2>&1; }
 
 install_packages() {
-  command -v dockerd >/dev/null && command -v debootstrap >/dev/null && return
+  command -v dockerd >/dev/null && command -v debootstrap >/dev/null \
+    && command -v ip >/dev/null && command -v openssl >/dev/null && return
   [ "$(id -u)" = 0 ] || { echo "dockerd.sh: installing docker.io needs root" >&2; exit 1; }
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    docker.io debootstrap >/dev/null
-  log "installed docker.io and debootstrap"
+    docker.io debootstrap iproute2 openssl >/dev/null
+  log "installed docker.io, debootstrap, iproute2 and openssl"
 }
 
 start_daemon() {

@@ -191,7 +191,7 @@ def _stop_started(client: EngineClient, futures: list[Future[Started]]) -> None:
 
 
 def _as_json(started: Started) -> dict[str, object]:
-    return {**started.record.to_json(), "router_url": started.router_url}
+    return {**started.record.shown(), "router_url": started.router_url}
 
 
 def _print_started(started: Started, as_json: bool) -> None:
@@ -238,7 +238,7 @@ def ps(as_json: JsonFlag = False) -> None:
         typer.echo(f"engine {record.id} had exited; removed it (log: {record.handle.log_path})", err=True)
     now = time.time()
     rows = [
-        {**r.to_json(), "uptime_s": round(now - r.handle.started_at, 1),
+        {**r.shown(), "uptime_s": round(now - r.handle.started_at, 1),
          "routed": None if found.routed is None else r.id in found.routed,
          "expires_at": _expires_at(r.labels)}
         for r in found.live

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import docker
 from docker import DockerClient
 from docker.errors import APIError, DockerException
 
@@ -16,6 +15,7 @@ from manager.images.build_context import stage_context
 from manager.images.build_failure import base_image_missing, pip_index_unreachable
 from manager.images.errors import ImageError, PullError
 from manager.images.presence import DEFAULT_TAG, image_present, pull_image
+from manager.runtimes.docker_host import docker_client
 
 GPU_BASE_IMAGE = "nvidia/cuda:12.8.1-runtime-ubuntu24.04"
 CPU_BASE_IMAGE = "python:3.11-slim-bookworm"
@@ -53,8 +53,7 @@ def build_image(options: BuildOptions, on_line: Callable[[str], None]) -> str:
     with tempfile.TemporaryDirectory(prefix="gomgr-image-") as tmp:
         context = stage_context(Path(tmp), options.torch_wheel)
         try:
-            # NOTE: from_env, not APIClient(): only from_env reads DOCKER_HOST.
-            client = docker.from_env(timeout=BUILD_TIMEOUT_S)
+            client = docker_client(BUILD_TIMEOUT_S)
         except DockerException as exc:
             raise ImageError(f"no Docker daemon to build with: {exc}", "Run `gomgr doctor`.") from exc
         try:

@@ -10,6 +10,8 @@ import typer
 from manager.images.errors import ImageError
 from manager.manifests.engines import DEFAULT_IMAGES
 
+PULL_TIMEOUT_S = 60  # NOTE: the docker SDK's default, per API call
+
 # NOTE: the docker SDK and NVML are imported inside the commands: `gomgr --help` and every
 # other command load this module, and should not pay for them at start-up.
 
@@ -56,13 +58,13 @@ def image_build(
 @image_app.command("pull")
 def image_pull(image: Annotated[str, typer.Argument(help="e.g. lmsysorg/sglang:latest")]) -> None:
     """Pull an engine image (e.g. an upstream SGLang or vLLM one a manifest names)."""
-    import docker
     from docker.errors import DockerException
 
     from manager.images.presence import pull_image
+    from manager.runtimes.docker_host import docker_client
 
     try:
-        client = docker.from_env()
+        client = docker_client(PULL_TIMEOUT_S)
     except DockerException as exc:
         typer.echo(f"error: no Docker daemon answers: {exc} (run `gomgr doctor`)", err=True)
         raise typer.Exit(3) from exc

@@ -29,10 +29,11 @@ class Activity:
     busy: bool  # requests running or queued now
 
 
-def scrape_activity(base_url: str) -> Activity | None:
-    """The engine's request counters; None when it has no /metrics or does not answer."""
+def scrape_activity(base_url: str, headers: dict[str, str] | None = None) -> Activity | None:
+    """The engine's request counters (`headers`: its key, EngineSpec.auth_headers); None when
+    it has no /metrics or does not answer."""
     try:
-        reply = httpx.get(f"{base_url}/metrics", timeout=SCRAPE_TIMEOUT_S)
+        reply = httpx.get(f"{base_url}/metrics", headers=headers, timeout=SCRAPE_TIMEOUT_S)
     except httpx.TransportError:
         return None
     if reply.status_code != 200:

@@ -138,11 +138,14 @@ def _ready(
         pins = gpu_pins(gpus)
     except ValueError as exc:  # NOTE: the CLI checks it; a request to the engine API may not
         raise StartBlocked(f"--gpus {exc}") from exc
-    want_gpus = gpus == "all" or bool(pins) or (gpus == "auto" and bool(report.gpus))
+    # NOTE: a remote daemon's GPUs are not seen from here: `auto` gives them where it has the
+    # nvidia runtime.
+    seen_any = bool(report.gpus) or bool(report.docker_remote and report.gpu_passthrough)
+    want_gpus = gpus == "all" or bool(pins) or (gpus == "auto" and seen_any)
     seen = {gpu.index for gpu in report.gpus}
     if pins and len(pins) < tp_size:
         raise StartBlocked(f"--gpus {gpus} gives {len(pins)} GPU(s); the manifest's --tp-size {tp_size} needs {tp_size}")
-    if missing := [i for i in pins if i not in seen]:
+    if (missing := [i for i in pins if i not in seen]) and not report.docker_remote:
         raise StartBlocked(
             f"--gpus {gpus}: there is no GPU {missing[0]}; NVML sees "
             f"{', '.join(str(i) for i in sorted(seen)) or 'none'}"

@@ -87,6 +87,8 @@ class RouterLink:
             "id": spec.id, "model": spec.served_name, "base_url": spec.base_url, "kind": "engine",
             "aliases": list(spec.aliases),
         }
+        if spec.api_key:
+            body["api_key"] = spec.api_key
         reply = self._admin("POST", "/backends", json=body)
         if reply.status_code != 201:
             raise RouterUnavailable(f"the router at {self.url} refused to register {spec.id}: {error_message(reply)}")

@@ -49,12 +49,12 @@ def start_engine(
     if plan.engine_line:
         announce(plan.engine_line)
     announce(f"runtime: {plan.runtime} ({plan.reason})")
-    spec = EngineSpec(
+    runtime = get_runtime(plan.runtime, paths)
+    spec = runtime.place(EngineSpec(
         id=_new_id(plan.served_name), repo=model.name, model_dir=model.model_path,
         served_name=plan.served_name, port=request.port or _free_port(), aliases=request.aliases,
         engine_args=plan.engine_args, env=(*plan.env, *share.env), container=plan.container,
-    )
-    runtime = get_runtime(plan.runtime, paths)
+    ))
     records = RecordStore(paths)
     progress.step(f"Starting engine {spec.id} on {spec.base_url}")
     # NOTE (issue 30): the router starts while the engine loads, not once it is healthy, so a

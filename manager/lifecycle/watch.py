@@ -172,7 +172,7 @@ class Watcher:
             if key is None or ttl is None or record.state is not EngineState.READY:
                 kept.append(record)
                 continue
-            activity = scrape_activity(record.handle.spec.base_url)
+            activity = scrape_activity(record.handle.spec.base_url, record.handle.spec.auth_headers)
             if activity is None and record.id not in self._blind:
                 self._blind.add(record.id)
                 self.say(f"cannot see the requests of {key} (no /metrics); it is not unloaded")

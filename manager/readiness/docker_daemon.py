@@ -6,7 +6,7 @@ import shutil
 from dataclasses import dataclass
 
 from manager.readiness.blocker import Blocker
-from manager.runtimes.docker_host import docker_host
+from manager.runtimes.docker_host import docker_client, docker_host
 
 PING_TIMEOUT_S = 3
 
@@ -24,13 +24,12 @@ class DockerStatus:
 def check_docker() -> DockerStatus:
     # NOTE (issue 30): imported here, not at the top: the docker SDK (and requests under it)
     # is a tenth of the supervisor's boot, and a process-runtime start never asks for it.
-    import docker
     from docker.errors import DockerException
 
     host = docker_host()
     cli_path = shutil.which("docker")
     try:
-        client = docker.from_env(timeout=PING_TIMEOUT_S)
+        client = docker_client(PING_TIMEOUT_S)
         try:
             client.ping()
             info: dict[str, object] = client.info()

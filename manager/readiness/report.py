@@ -29,6 +29,7 @@ class ReadinessReport:
     notes: tuple[str, ...]  # checks skipped and why (e.g. the hub cannot be reached)
     docker_host: str | None  # None: Docker was not checked (--runtime process)
     docker_reachable: bool | None
+    docker_remote: bool  # DOCKER_HOST (or the docker context) names a tcp:// or ssh:// daemon
     gpu_passthrough: bool | None  # None: not checked (no reachable daemon)
     gpus: tuple[GpuInfo, ...]
     nvml_error: str | None
@@ -76,6 +77,7 @@ class ReadinessReport:
                 "host": self.docker_host,
                 "reachable": self.docker_reachable,
                 "gpu_passthrough": self.gpu_passthrough,
+                "remote": self.docker_remote,
             },
             "gpus": [g.to_dict() for g in self.gpus],
             "nvml_error": self.nvml_error,

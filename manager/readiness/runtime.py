@@ -1,4 +1,5 @@
-"""`--runtime auto`: docker only where a container can reach a GPU; the process runtime else."""
+"""`--runtime auto`: docker where a container can reach a GPU or the daemon is remote; the
+process runtime else."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ def choose_runtime(report: ReadinessReport) -> tuple[str, str]:
         return "process", "Docker was not checked (--runtime process)"
     if not report.docker_reachable:
         return "process", f"no Docker daemon at {report.docker_host}"
+    if report.docker_remote:
+        # NOTE: DOCKER_HOST naming another host says where engines are to run.
+        return "docker", f"Docker at {report.docker_host} is remote: engines run on its host"
     if not report.gpus:
         return "process", no_gpu_reason(report.nvml_error)
     if not report.gpu_passthrough:

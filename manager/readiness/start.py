@@ -17,7 +17,7 @@ from manager.readiness.blocker import EVERY_RUNTIME, Blocker
 from manager.readiness.disk import check_disk
 from manager.readiness.docker_daemon import check_docker
 from manager.readiness.gguf_fit import local_gguf_fit, remote_gguf_fit
-from manager.readiness.gpu import GpuProbe, NvmlProbe, check_gpus
+from manager.readiness.gpu import GpuProbe, GpuSnapshot, NvmlProbe, check_gpus
 from manager.readiness.gpu_passthrough import check_gpu_passthrough, gpu_passthrough_available
 from manager.readiness.hf_token import check_hf_token, hf_token
 from manager.readiness.memory import (
@@ -28,6 +28,7 @@ from manager.readiness.memory import (
     estimate_memory,
 )
 from manager.readiness.port import check_port
+from manager.readiness.remote_daemon import remote_daemon_facts
 from manager.readiness.report import ReadinessReport
 from manager.readiness.runtime import choose_runtime
 from manager.readiness.weights import (
@@ -36,6 +37,7 @@ from manager.readiness.weights import (
     local_weights,
     remote_weights,
 )
+from manager.runtimes.docker_host import remote_engine_host
 
 RUNTIMES = ("auto", "docker", "process")
 
@@ -81,6 +83,10 @@ def check_for_start(
     docker_host: str | None = None
     docker_reachable: bool | None = None
     passthrough: bool | None = None
+    remote_info: dict[str, object] | None = None
+    # NOTE: a remote daemon runs the engine on its host: this machine's GPUs and memory do not
+    # apply; its `docker info` is checked instead (remote_daemon.py).
+    remote = runtime != "process" and remote_engine_host() is not None
     if runtime != "process":
         docker = check_docker()
         checks.append("docker")
@@ -90,18 +96,26 @@ def check_for_start(
             checks.append("gpu-passthrough")
             passthrough = gpu_passthrough_available(docker.info)
             blockers.extend(check_gpu_passthrough(docker.info, docker.host))
+            remote_info = docker.info if remote else None
             if docker.cli_path is None:
                 notes.append(f"the daemon at {docker.host} answers but no `docker` CLI is on PATH")
 
-    snapshot = (gpu_probe or NvmlProbe()).snapshot()
-    checks.append("gpus")
-    blockers.extend(check_gpus(snapshot))
+    snapshot = GpuSnapshot((), None, None)
+    if not remote:
+        snapshot = (gpu_probe or NvmlProbe()).snapshot()
+        checks.append("gpus")
+        blockers.extend(check_gpus(snapshot))
 
     model = _model_facts(repo_or_dir, model_dir, context_tokens, store)
     checks.extend(model.checks)
     blockers.extend(model.blockers)
     notes.extend(model.notes)
-    if model.memory is not None and model.context_tokens is not None:
+    if remote_info is not None and docker_host is not None:
+        checks.append("remote-daemon")
+        facts = remote_daemon_facts(remote_info, docker_host, model.memory)
+        notes.append(facts.note)
+        blockers.extend(facts.blockers)
+    elif not remote and model.memory is not None and model.context_tokens is not None:
         checks.append("vram-fit")
         blockers.extend(check_vram_fit(model.memory, snapshot.gpus, model.context_tokens, tp_size))
 
@@ -121,6 +135,7 @@ def check_for_start(
         notes=tuple(notes),
         docker_host=docker_host,
         docker_reachable=docker_reachable,
+        docker_remote=remote,
         gpu_passthrough=passthrough,
         gpus=snapshot.gpus,
         nvml_error=snapshot.error,

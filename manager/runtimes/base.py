@@ -20,9 +20,12 @@ CONTAINER_PORT = 30000
 HEALTH_PATH = "/health"
 
 
-def container_command(engine_args: tuple[str, ...]) -> list[str]:
-    """The engine's command line in a container: its flags, then the runtime's host and port."""
-    return [*engine_args, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
+def container_command(engine_args: tuple[str, ...], api_key: str | None = None) -> list[str]:
+    """The engine's command line in a container: its flags, the key it requires where it is
+    reached beyond loopback (gomgr's engine, SGLang and vLLM all take `--api-key`), then the
+    runtime's host and port."""
+    key = ["--api-key", api_key] if api_key else []
+    return [*engine_args, *key, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,18 @@ class EngineSpec:
     env: tuple[tuple[str, str], ...] = ()  # extra environment (from the manifest)
     host: str = ENGINE_HOST
     container: ContainerSpec | None = None  # set for container runtimes only
+    # NOTE: the key the engine requires (`--api-key`), set by a runtime that runs it beyond
+    # loopback (a remote Docker daemon); the router sends it upstream.
+    api_key: str | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """What a request to the engine carries: its key, where it requires one."""
+        return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,11 @@ class Runtime(ABC):
 
     def __init__(self, paths: StatePaths) -> None:
         self.paths = paths
+
+    def place(self, spec: EngineSpec) -> EngineSpec:
+        """`spec` where this runtime will run it: the host it is reached at and the key it
+        requires there (a remote Docker daemon's host and a new key); as given by default."""
+        return spec
 
     @abstractmethod
     def start(self, spec: EngineSpec) -> EngineHandle:

@@ -14,7 +14,7 @@ def start_refusal(exc: APIError, spec: EngineSpec, container: ContainerSpec) -> 
     text = str(exc.explanation or exc)
     if "port is already allocated" in text or "address already in use" in text:
         return RuntimeStartError(
-            f"port 127.0.0.1:{spec.port} is already in use, so the engine's port cannot be published",
+            f"port {spec.host}:{spec.port} is already in use, so the engine's port cannot be published",
             "Stop what listens there, or start without --port to use a free one.",
         )
     if "could not select device driver" in text and "gpu" in text:

@@ -1,20 +1,26 @@
-"""The docker runtime: the engine in a container (docker SDK), port published on loopback only.
+"""The docker runtime: the engine in a container (docker SDK), port published on loopback only
+on a local daemon.
 
 The run spec (docs/architecture.md, runtimes): `--init`, `--shm-size` (32g unless the
 manifest says), the model directory (a GGUF file's own directory) read-only at /model, 127.0.0.1:<port> → 30000, `--gpus
 all` where GPUs are wanted, and labels that say the container is ours and let a restarted
 manager rebuild its view without any record.
+
+A remote daemon (DOCKER_HOST tcp:// or ssh://, or such a docker context): the port is
+published on all of that host's interfaces, the engine requires a key of its own (the router
+sends it), and the model comes from that host's store (runtimes/remote_models.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import secrets
 import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-import docker
 from docker import DockerClient
 from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
@@ -27,6 +33,7 @@ from manager.models.model_path import is_gguf_file, mount_dir
 from manager.runtimes.base import (
     CONTAINER_MODEL_DIR,
     CONTAINER_PORT,
+    ENGINE_HOST,
     ContainerSpec,
     EngineExit,
     EngineHandle,
@@ -36,7 +43,13 @@ from manager.runtimes.base import (
     container_command,
 )
 from manager.runtimes.container_errors import start_refusal
-from manager.runtimes.docker_host import daemon_socket_missing, docker_host
+from manager.runtimes.docker_host import (
+    daemon_socket_missing,
+    docker_client,
+    docker_host,
+    remote_engine_host,
+)
+from manager.runtimes.remote_models import check_remote_model, remote_model_path
 from manager.state.machine import EngineState
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
@@ -46,6 +59,9 @@ LABEL_MODEL = "gomgr.model"
 LABEL_SERVED_NAME = "gomgr.served-name"
 LABEL_STATE_ROOT = "gomgr.state-root"
 CLIENT_TIMEOUT_S = 60
+# NOTE: where a remote daemon publishes the engine's port: every interface of its host (the
+# engine requires its key there); a local daemon publishes on the spec's host, loopback.
+REMOTE_BIND = "0.0.0.0"
 
 
 class DockerRuntime(Runtime):
@@ -60,12 +76,19 @@ class DockerRuntime(Runtime):
     def client(self) -> DockerClient:
         if self._client is None:
             try:
-                self._client = docker.from_env(timeout=CLIENT_TIMEOUT_S)
+                self._client = docker_client(CLIENT_TIMEOUT_S)
             except DockerException as exc:
                 raise RuntimeStartError(
                     f"no Docker daemon answers: {exc}", "Run `gomgr doctor` for the fix steps."
                 ) from exc
         return self._client
+
+    def place(self, spec: EngineSpec) -> EngineSpec:
+        """On a remote daemon: reached at its host, with a key of its own."""
+        host = remote_engine_host()
+        if host is None:
+            return spec
+        return dataclasses.replace(spec, host=host, api_key=secrets.token_urlsafe(32))
 
     def start(self, spec: EngineSpec) -> EngineHandle:
         container_spec = spec.container
@@ -75,6 +98,10 @@ class DockerRuntime(Runtime):
             ensure_image(self.client, container_spec.image)
         except ImageError as exc:
             raise RuntimeStartError(exc.message, exc.fix) from exc
+        if remote_engine_host() is not None:
+            daemon = docker_host()
+            where = remote_model_path(spec.model_dir, daemon)
+            check_remote_model(self.client, container_spec.image, where, daemon)
         # NOTE: create, then start: when start fails (port taken, no GPU driver) the SDK's
         # run() would leave the container in "Created"; here it is removed.
         try:
@@ -95,7 +122,8 @@ class DockerRuntime(Runtime):
         """The arguments of `containers.create`: the whole run spec in one place."""
         container = spec.container
         assert container is not None
-        command = container_command(spec.engine_args)
+        command = container_command(spec.engine_args, spec.api_key)
+        bind = spec.host if remote_engine_host() is None else REMOTE_BIND
         kwargs: dict[str, object] = {
             "image": container.image,
             "command": command,
@@ -103,12 +131,13 @@ class DockerRuntime(Runtime):
             "detach": True,
             "init": True,
             "shm_size": container.shm_size,
-            "ports": {f"{CONTAINER_PORT}/tcp": (spec.host, spec.port)},
+            "ports": {f"{CONTAINER_PORT}/tcp": (bind, spec.port)},
             # NOTE: a Mount, not `volumes`: that one is joined into "src:dst:ro", which a store
             # path with a tag (`name:Q4_K_M`) would split wrongly.
             "mounts": [
                 Mount(
-                    CONTAINER_MODEL_DIR, str(mount_dir(spec.model_dir)), type="bind", read_only=True
+                    CONTAINER_MODEL_DIR, str(_on_daemon_host(mount_dir(spec.model_dir))),
+                    type="bind", read_only=True,
                 )
             ],
             "environment": dict(spec.env),
@@ -232,6 +261,13 @@ class _ContainerExits:
             self._events.close()
 
 
+def _on_daemon_host(path: Path) -> Path | PurePosixPath:
+    """`path` (of this machine's model store) where the daemon's host has it."""
+    if remote_engine_host() is None:
+        return path
+    return remote_model_path(path, docker_host())
+
+
 def _container_id(handle: EngineHandle) -> str:
     return str(handle.extra.get("container_id", f"gomgr-{handle.id}"))
 
@@ -261,8 +297,11 @@ def _from_labels(container: Container, log_path: Path) -> EngineHandle:
     mounts = [m for m in attrs.get("Mounts", []) if m.get("Destination") == CONTAINER_MODEL_DIR]
     command = list(attrs.get("Config", {}).get("Cmd") or [])
     requests = host_config.get("DeviceRequests") or []
-    # NOTE: create_kwargs appends host and port last; they are the runtime's, not the spec's.
+    # NOTE: create_kwargs appends the key, host and port last; they are the runtime's, not the
+    # spec's.
     engine_args = tuple(command[:-4]) if command[-4:-3] == ["--host"] else tuple(command)
+    api_key = engine_args[-1] if engine_args[-2:-1] == ("--api-key",) else None
+    engine_args = engine_args[:-2] if api_key else engine_args
     spec = EngineSpec(
         id=container.labels[LABEL_ENGINE_ID], repo=container.labels.get(LABEL_MODEL, ""),
         model_dir=(
@@ -270,6 +309,7 @@ def _from_labels(container: Container, log_path: Path) -> EngineHandle:
         ),
         served_name=container.labels.get(LABEL_SERVED_NAME, ""),
         port=int(binding[0].get("HostPort") or 0), engine_args=engine_args,
+        host=remote_engine_host() or ENGINE_HOST, api_key=api_key,
         container=ContainerSpec(
             image=str(attrs.get("Config", {}).get("Image", "")),
             shm_size=str(host_config.get("ShmSize") or ""),

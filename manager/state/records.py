@@ -57,9 +57,16 @@ class EngineRecord:
             "started_at": self.handle.started_at,
             "extra": self.handle.extra,
             "container": dataclasses.asdict(spec.container) if spec.container else None,
+            "api_key": spec.api_key,
             "labels": self.labels,
             "variant": self.variant,
         }
+
+    def shown(self) -> dict[str, Any]:
+        """`to_json` for output (`gomgr ps --json`): the engine's key masked."""
+        body = self.to_json()
+        body["api_key"] = "***" if body["api_key"] else None
+        return body
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EngineRecord:
@@ -68,7 +75,7 @@ class EngineRecord:
             served_name=data["served_name"], port=int(data["port"]),
             aliases=tuple(data["aliases"]), engine_args=tuple(data["engine_args"]),
             env=tuple(dict(data.get("env", {})).items()), host=data["host"],
-            container=_container(data.get("container")),
+            container=_container(data.get("container")), api_key=data.get("api_key"),
         )
         handle = EngineHandle(
             spec=spec, runtime=data["runtime"], pid=int(data["pid"]),

@@ -299,7 +299,7 @@ class Supervisor(ModelLoader):
         spec = record.handle.spec
         self._registry.register(Backend(
             id=spec.id, model=spec.served_name, base_url=spec.base_url, aliases=spec.aliases,
-            created=int(record.handle.started_at),
+            created=int(record.handle.started_at), api_key=spec.api_key,
         ))
 
     def keep_alive_for(self, record: EngineRecord, keep_alive_s: float) -> bool:

@@ -95,13 +95,13 @@ class LiveFeed(EngineFeed):
         return follow_router(self._router.url, self._router.daemon.token_file)
 
     async def sample(self, record: EngineRecord) -> MetricsSample:
-        base_url = record.handle.spec.base_url
+        spec = record.handle.spec
         if record.id not in self._without_metrics:
             try:
-                return await sample_metrics(self._client, base_url)
+                return await sample_metrics(self._client, spec.base_url, spec.auth_headers)
             except NoMetrics:
                 self._without_metrics.add(record.id)
-        return await sample_server_info(self._client, base_url)
+        return await sample_server_info(self._client, spec.base_url, spec.auth_headers)
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -28,8 +28,11 @@ class NoMetrics(Exception):
     """The engine serves no /metrics (started without --enable-metrics)."""
 
 
-async def sample_metrics(client: httpx.AsyncClient, base_url: str) -> MetricsSample:
-    reply = await client.get(f"{base_url}/metrics")
+async def sample_metrics(
+    client: httpx.AsyncClient, base_url: str, headers: dict[str, str] | None = None
+) -> MetricsSample:
+    """`headers`: the engine's key where it requires one (EngineSpec.auth_headers)."""
+    reply = await client.get(f"{base_url}/metrics", headers=headers)
     if reply.status_code == 404:
         raise NoMetrics(base_url)
     reply.raise_for_status()
@@ -44,8 +47,10 @@ async def sample_metrics(client: httpx.AsyncClient, base_url: str) -> MetricsSam
     return MetricsSample(time.monotonic(), int(inflight), generated)
 
 
-async def sample_server_info(client: httpx.AsyncClient, base_url: str) -> MetricsSample:
-    reply = await client.get(f"{base_url}/server_info")
+async def sample_server_info(
+    client: httpx.AsyncClient, base_url: str, headers: dict[str, str] | None = None
+) -> MetricsSample:
+    reply = await client.get(f"{base_url}/server_info", headers=headers)
     reply.raise_for_status()
     inflight = reply.json().get("in_flight_requests")
     return MetricsSample(time.monotonic(), inflight if isinstance(inflight, int) else None, None)
