@@ -24,8 +24,8 @@ from engine.layers.rotary import RotaryEmbedding
 from engine.memory import KVPool, ReqToTokenPool, TokenAllocator
 from engine.models.expert_distribution import ExpertDistributionRecorder
 from engine.models.gguf_loader import load_gguf_weights
-from engine.models.int4_loader import load_int4_weights
 from engine.models.moe import attach_expert_recorder
+from engine.models.quantized_loader import load_quantized_weights
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
@@ -34,7 +34,7 @@ from engine.runtime.kv_pool_size import kv_pool_tokens
 from engine.runtime.meta_model import allocate_on
 from engine.runtime.weights_info import (
     WeightsInfo,
-    int4_kernel_paths,
+    checkpoint_kernel_paths,
     packed_kernel_paths,
     quantized_kernel_paths,
 )
@@ -193,11 +193,11 @@ class ModelRunner:
             load_gguf_weights(model, weights, self.device, self.dtype)
             info = WeightsInfo("gguf", weights.quant_types, quantized_kernel_paths(model))
         elif mc.quantization is not None:
-            # NOTE: the int4 projections bring their own kernels; the float head still packs.
-            load_int4_weights(model, iterate_weights(weights_path), mc.quantization, self.device, self.dtype)
+            # NOTE: the int4/FP8 projections bring their own kernels; the float head still packs.
+            load_quantized_weights(model, iterate_weights(weights_path), mc.quantization, self.device, self.dtype)
             if can_pack(self.device, self.dtype):
                 model.pack_for_cpu(self.linear_weight_dtype)
-            info = WeightsInfo(mc.quantization.method, (mc.quantization.describe(),), int4_kernel_paths(model))
+            info = WeightsInfo(mc.quantization.method, (mc.quantization.describe(),), checkpoint_kernel_paths(model))
         elif self.shard_plan is not None:
             # NOTE: the packed CPU kernels stay whole-model only: the shards run plain torch.
             model.load_weights(self.shard_plan.shard_weights(iterate_weights(weights_path)))
