@@ -106,6 +106,6 @@ def _compressed_tensors(raw: dict[str, Any]) -> Fp8Config:
     if weights.get("dynamic", False) or not weights.get("symmetric", True):
         raise UnsupportedModelError("compressed-tensors FP8 with dynamic or asymmetric weights is not supported")
     activations = group.get("input_activations")
-    if activations is not None and not activations.get("dynamic", False):
+    if isinstance(activations, dict) and not activations.get("dynamic", False):
         raise UnsupportedModelError("compressed-tensors FP8 with static input activation scales is not supported")
     return Fp8Config("compressed-tensors", strategy, None)
