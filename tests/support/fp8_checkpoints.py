@@ -9,22 +9,29 @@ Round-to-nearest with absmax scales, no calibration (the formats, not the accura
 test): ``scale = absmax / 448`` made 1% larger and rounded to bfloat16's 8 significant bits,
 so every ``q * scale`` is exact in float32 and the dequantized checkpoint means exactly what
 the FP8 one does. Scales are stored float32, as both formats allow.
+
+With ``kv_scales`` (compressed-tensors' ``kv_cache_scheme``) each layer also gets
+``self_attn.k_scale``/``v_scale``: twice the absmax of its K/V projections' outputs over a
+calibration prompt, over 448 (twice: RoPE may grow a K element by up to sqrt 2).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
+from transformers import AutoModelForCausalLM
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 FP8_MAX = 448.0
 BLOCK = 128
+CALIBRATION_IDS = [9, 1204, 88, 3071, 5, 640, 211, 17, 305, 42, 700, 31]
 
 
 @dataclass(frozen=True)
@@ -34,10 +41,11 @@ class Fp8Variant:
     # NOTE: modules left in float (compressed-tensors' ``ignore``; the fp8 method's
     # ``modules_to_not_convert``), by their checkpoint name.
     ignore: tuple[str, ...] = ()
+    kv_scales: bool = False  # NOTE: compressed-tensors only (its kv_cache_scheme)
 
     @property
     def name(self) -> str:
-        return f"{self.method}-{self.strategy}" + ("-ignore" if self.ignore else "")
+        return f"{self.method}-{self.strategy}" + ("-ignore" if self.ignore else "") + ("-kv" if self.kv_scales else "")
 
     def quantization_config(self) -> dict[str, Any]:
         if self.method == "fp8":
@@ -60,8 +68,11 @@ class Fp8Variant:
         return {
             "quant_method": "compressed-tensors", "format": "float-quantized",
             "quantization_status": "compressed", "config_groups": {"group_0": group},
-            "ignore": ["lm_head", *self.ignore], "kv_cache_scheme": None,
+            "ignore": ["lm_head", *self.ignore], "kv_cache_scheme": _KV_SCHEME if self.kv_scales else None,
         }
+
+
+_KV_SCHEME = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True}
 
 
 def _scale(absmax: torch.Tensor) -> torch.Tensor:
@@ -113,9 +124,30 @@ def write_fp8_checkpoint(source: Path, out: Path, dequantized: Path, variant: Fp
         else:
             quantized_tensors[name] = tensor
             dequantized_tensors[name] = tensor
+    if variant.kv_scales:
+        quantized_tensors |= _kv_scales(source)
     save_file(quantized_tensors, out / "model.safetensors", metadata={"format": "pt"})
     save_file(dequantized_tensors, dequantized / "model.safetensors", metadata={"format": "pt"})
     config_path = out / "config.json"
     config = json.loads(config_path.read_text())
     config["quantization_config"] = variant.quantization_config()
     config_path.write_text(json.dumps(config, indent=2))
+
+
+def _kv_scales(source: Path) -> dict[str, torch.Tensor]:
+    """Each layer's ``self_attn.k_scale``/``v_scale`` over CALIBRATION_IDS (float32 scalars)."""
+    model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32).eval()
+    absmax: dict[str, float] = {}
+
+    def record(name: str) -> Callable[[torch.nn.Module, object, torch.Tensor], None]:
+        def hook(_module: torch.nn.Module, _inputs: object, output: torch.Tensor) -> None:
+            absmax[name] = float(output.abs().max())
+
+        return hook
+
+    for index, layer in enumerate(model.model.layers):
+        layer.self_attn.k_proj.register_forward_hook(record(f"model.layers.{index}.self_attn.k_scale"))
+        layer.self_attn.v_proj.register_forward_hook(record(f"model.layers.{index}.self_attn.v_scale"))
+    with torch.inference_mode():
+        model(torch.tensor([CALIBRATION_IDS]))
+    return {name: _scale(torch.tensor(2 * value)).float().reshape(()) for name, value in absmax.items()}

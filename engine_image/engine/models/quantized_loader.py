@@ -4,7 +4,9 @@ tensors (q/k/v and gate/up fused as parts); everything else (embedding, norms, h
 projection the quantizer left in float) loads as from any safetensors checkpoint.
 
 A module is quantized where the checkpoint holds the format's marker tensor for it (``qweight``;
-FP8's weight scale), so what a format's ignore list leaves in float needs no reading.
+FP8's weight scale), so what a format's ignore list leaves in float needs no reading. An FP8
+checkpoint's KV cache scales (``k_scale``/``v_scale`` under a layer's ``self_attn``, or its
+``k_proj``/``v_proj`` as older vLLM checkpoints put them) are returned for an FP8 KV pool.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from engine.layers.int4_weight import Int4Weight
 from engine.models.llama import DecoderLayer, LlamaFamilyForCausalLM
 
 # NOTE: (module of a decoder layer, our fused projection, the checkpoint's parts).
+KV_SCALE_LEAVES = ("k_scale", "v_scale")
 _PROJECTIONS = (
     ("self_attn", "qkv_proj", ("q_proj", "k_proj", "v_proj")),
     ("self_attn", "o_proj", ("o_proj",)),
@@ -79,9 +82,10 @@ def load_quantized_weights(
     quant: Int4Config | Fp8Config,
     device: torch.device,
     dtype: torch.dtype,
-) -> None:
+) -> list[tuple[float, float]]:
     """Loads ``weights`` (Hugging Face names) into ``model``, its quantized projections as the
-    format's layers; raises UnsupportedModelError for what has no place."""
+    format's layers; raises UnsupportedModelError for what has no place. Returns each layer's
+    KV cache scales (k, v): the checkpoint's, 1.0 where it has none."""
     fmt = _int4_format(quant) if isinstance(quant, Int4Config) else _fp8_format(quant)
     if model.config.moe is not None:
         raise UnsupportedModelError(f"{fmt.method} checkpoints of MoE models ({model.config.architecture}) are not supported")
@@ -90,9 +94,12 @@ def load_quantized_weights(
     quantized: dict[str, dict[str, torch.Tensor]] = {}
     biases: dict[str, torch.Tensor] = {}
     plain: list[tuple[str, torch.Tensor]] = []
+    kv_scales = [[1.0, 1.0] for _ in model.layers]
     for name, tensor in tensors:
         module, _, leaf = name.rpartition(".")
-        if module in marked and leaf in fmt.leaves:
+        if leaf in KV_SCALE_LEAVES and name.startswith("model.layers."):
+            kv_scales[int(name.split(".")[2])][KV_SCALE_LEAVES.index(leaf)] = float(tensor.float().reshape(-1)[0])
+        elif module in marked and leaf in fmt.leaves:
             quantized.setdefault(module, {})[leaf] = tensor
         elif leaf == "bias":
             biases[name] = tensor
@@ -119,6 +126,7 @@ def load_quantized_weights(
             f"quantized tensors of {extra[0]} (and {len(extra) - 1} more) have no place in {model.config.architecture}"
         )
     model.load_weights([*plain, *biases.items()])
+    return [(k, v) for k, v in kv_scales]
 
 
 def _linear(

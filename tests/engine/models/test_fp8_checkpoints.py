@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, Qwen2Config
 
 from engine.engine import Engine
 from engine.layers.fp8_linear import TORCH_PATH
+from engine.memory.kv_pool import FP8_KV_DTYPE
 from tests.engine.models.conftest import (
     TINY_PROMPTS,
     TINY_SHAPE,
@@ -49,7 +51,14 @@ CASES: dict[str, tuple[type[PretrainedConfig], Fp8Variant, str]] = {
         Fp8Variant("compressed-tensors", "channel", ignore=("model.layers.0.mlp.down_proj",)),
         "fp8 e4m3 per-channel",
     ),
+    "qwen2-ct-channel-kv-scales": (
+        Qwen2Config, Fp8Variant("compressed-tensors", "channel", kv_scales=True), "fp8 e4m3 per-channel",
+    ),
 }
+# NOTE: first-step log-probs with the KV pool in FP8 against the float64 reference (K and V
+# rounded to e4m3's 4 significant bits; these tiny random models attend sharply): measured up
+# to ~0.13 nats here; later steps drift further and near-ties flip (tokens are not compared).
+FP8_KV_TOLERANCE = 0.3
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,25 @@ def test_logits_equal_the_dequantized_model_in_float64(cases: Callable[[str], Ca
         assert ours == pytest.approx(ref.logprobs, abs=TOLERANCE)
         for lp, token, _ in meta["output_top_logprobs"][0]:
             assert lp == pytest.approx(ref.first_logprobs[token].item(), abs=TOLERANCE)
+
+
+def test_an_fp8_kv_cache_takes_the_checkpoints_scales(cases: Callable[[str], Case]) -> None:
+    """``kv_cache_dtype="fp8_e4m3"`` on CPU (torch-native attention over the FP8 pool)."""
+    case = cases("qwen2-ct-channel-kv-scales")
+    stored = load_file(case.checkpoint / "model.safetensors")
+    engine = Engine(str(case.checkpoint), max_total_tokens=1024, device="cpu", dtype="float32", kv_cache_dtype="fp8_e4m3")
+    pool = engine.runner.kv_pool
+    assert pool.k_buffer(0).dtype == FP8_KV_DTYPE
+    assert pool.scales == [
+        (stored[f"model.layers.{i}.self_attn.k_scale"].item(), stored[f"model.layers.{i}.self_attn.v_scale"].item())
+        for i in range(SHAPE["num_hidden_layers"])
+    ]
+    results = engine.generate(input_ids=TINY_PROMPTS, sampling_params=GREEDY, return_logprob=True, top_logprobs_num=5)
+    assert isinstance(results, list)
+    for result, ref in zip(results, case.refs, strict=True):
+        assert len(result["output_ids"]) == MAX_NEW
+        for lp, token, _ in result["meta_info"]["output_top_logprobs"][0]:
+            assert lp == pytest.approx(ref.first_logprobs[token].item(), abs=FP8_KV_TOLERANCE)
 
 
 def test_the_server_serves_an_fp8_checkpoint(cases: Callable[[str], Case], tmp_path: Path) -> None:

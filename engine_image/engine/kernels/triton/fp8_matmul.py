@@ -3,9 +3,8 @@ and run of ``SCALE_K`` input columns (``engine.layers.fp8_weight`` reads every c
 layout into that one), dequantized in the kernel tile by tile: the weight-only path for GPUs
 without FP8 tensor cores (before sm89), where ``torch._scaled_mm`` cannot run.
 
-The weight comes in as its bytes (uint8) and is decoded here with integer ops (sign, 4-bit
-exponent with bias 7, 3-bit mantissa; subnormals ``m * 2^-9``; e4m3fn's NaN codes are not
-expected in a checkpoint), so no FP8 conversion instruction is needed. Each program computes a
+The weight comes in as its bytes (uint8) and is decoded with integer ops
+(``kernels/triton/fp8_decode.py``), so no FP8 conversion instruction is needed. Each program computes a
 ``BLOCK_M x BLOCK_N`` tile of ``y``; per ``BLOCK_K`` step it decodes the weight tile, scales it
 in float32 and multiplies in float32 or in ``x``'s half dtype on tensor cores, accumulating in
 float32.
@@ -18,21 +17,11 @@ import triton
 import triton.language as tl
 
 from engine.kernels.triton.dot import dot_precision
+from engine.kernels.triton.fp8_decode import e4m3_to_float32
 
 BLOCK_M = 16
 BLOCK_N = 64
 BLOCK_K = 32
-
-
-@triton.jit
-def _e4m3_to_float32(byte):
-    """float8_e4m3fn bytes (int32 0..255) as float32."""
-    magnitude = byte & 0x7F
-    exponent = magnitude >> 3
-    mantissa = magnitude & 0x7
-    normal = (((exponent + 120) << 23) | (mantissa << 20)).to(tl.float32, bitcast=True)
-    value = tl.where(exponent == 0, mantissa.to(tl.float32) * 0.001953125, normal)
-    return tl.where(byte >= 128, -value, value)
 
 
 @triton.jit
@@ -69,7 +58,7 @@ def _fp8_matmul_kernel(
         # NOTE: the weight is [N, K] row-major: the [BLOCK_K, BLOCK_N] tile reads it transposed.
         byte = tl.load(w_ptr + rn[None, :] * K + k[:, None], mask=tile_mask, other=0).to(tl.int32)
         scale = tl.load(scale_ptr + rn[None, :] * SCALE_COLS + (k // SCALE_K)[:, None], mask=tile_mask, other=0.0)
-        w = _e4m3_to_float32(byte) * scale
+        w = e4m3_to_float32(byte) * scale
         acc += tl.dot(x, w.to(x.dtype), input_precision=PRECISION)
     out = out_ptr + rm[:, None] * stride_om + rn[None, :]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])
