@@ -25,6 +25,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, Qw
 from engine.engine import Engine
 from engine.layers.fp8_linear import TORCH_PATH
 from engine.memory.kv_pool import FP8_KV_DTYPE
+from engine.server.server_args import parse_server_args
 from tests.engine.models.conftest import (
     TINY_PROMPTS,
     TINY_SHAPE,
@@ -110,6 +111,8 @@ def test_an_fp8_kv_cache_takes_the_checkpoints_scales(cases: Callable[[str], Cas
     """``kv_cache_dtype="fp8_e4m3"`` on CPU (torch-native attention over the FP8 pool)."""
     case = cases("qwen2-ct-channel-kv-scales")
     stored = load_file(case.checkpoint / "model.safetensors")
+    args = parse_server_args(["--model-path", str(case.checkpoint), "--kv-cache-dtype", "fp8_e4m3"])
+    assert args.engine_config().kv_cache_dtype == "fp8_e4m3"
     engine = Engine(str(case.checkpoint), max_total_tokens=1024, device="cpu", dtype="float32", kv_cache_dtype="fp8_e4m3")
     pool = engine.runner.kv_pool
     assert pool.k_buffer(0).dtype == FP8_KV_DTYPE
