@@ -17,18 +17,16 @@ calibration prompt, over 448 (twice: RoPE may grow a K element by up to sqrt 2).
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM
 
-PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+from tests.support.quantized_checkpoints import rewrite_checkpoint
+
 FP8_MAX = 448.0
 BLOCK = 128
 CALIBRATION_IDS = [9, 1204, 88, 3071, 5, 640, 211, 17, 305, 42, 700, 31]
@@ -109,29 +107,14 @@ def quantize_projection(weight: torch.Tensor, variant: Fp8Variant) -> tuple[dict
 def write_fp8_checkpoint(source: Path, out: Path, dequantized: Path, variant: Fp8Variant) -> None:
     """``source``'s projections quantized into ``out`` (the checkpoint, with source's other
     files), and the same model dequantized to float32 into ``dequantized``."""
-    for path in (out, dequantized):
-        shutil.copytree(source, path)
-        (path / "model.safetensors").unlink()
-    float_tensors = load_file(source / "model.safetensors")
-    quantized_tensors: dict[str, torch.Tensor] = {}
-    dequantized_tensors: dict[str, torch.Tensor] = {}
-    for name, tensor in sorted(float_tensors.items()):
-        module = name.removesuffix(".weight")
-        projection = module.rpartition(".")[2] in PROJECTIONS and module not in variant.ignore
-        if name.endswith(".weight") and projection:
-            leaves, dequantized_tensors[name] = quantize_projection(tensor, variant)
-            quantized_tensors |= {f"{module}.{leaf}": t for leaf, t in leaves.items()}
-        else:
-            quantized_tensors[name] = tensor
-            dequantized_tensors[name] = tensor
-    if variant.kv_scales:
-        quantized_tensors |= _kv_scales(source)
-    save_file(quantized_tensors, out / "model.safetensors", metadata={"format": "pt"})
-    save_file(dequantized_tensors, dequantized / "model.safetensors", metadata={"format": "pt"})
-    config_path = out / "config.json"
-    config = json.loads(config_path.read_text())
-    config["quantization_config"] = variant.quantization_config()
-    config_path.write_text(json.dumps(config, indent=2))
+
+    def quantize(
+        module: str, weight: torch.Tensor, _tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor] | None:
+        return None if module in variant.ignore else quantize_projection(weight, variant)
+
+    extra = _kv_scales(source) if variant.kv_scales else None
+    rewrite_checkpoint(source, out, dequantized, quantize, variant.quantization_config(), extra)
 
 
 def _kv_scales(source: Path) -> dict[str, torch.Tensor]:
