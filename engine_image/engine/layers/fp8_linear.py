@@ -22,13 +22,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.kernels.fp8_cast import E4M3_MAX, to_e4m3
 from engine.kernels.triton import triton_available
-from engine.layers.fp8_weight import FP8_DTYPE, Fp8Weight, concat_outputs
+from engine.layers.fp8_weight import Fp8Weight, concat_outputs
 
 SCALED_MM_PATH = "torch._scaled_mm fp8 (dynamic per-token activations)"
 TRITON_PATH = "triton fp8 weight-only dequantize-GEMM"
 TORCH_PATH = "torch (fp8 dequantized at load)"
-FP8_MAX = torch.finfo(FP8_DTYPE).max
 
 
 def fp8_tensor_cores(device: torch.device) -> bool:
@@ -40,10 +40,9 @@ def scaled_mm_per_token(x: torch.Tensor, weight_t: torch.Tensor, row_scales: tor
     """``x`` ``[M, K]`` (bfloat16) times the FP8 weight given transposed (``[K, N]``, column
     major) with its float32 ``row_scales`` ``[1, N]``: each row of ``x`` quantized to e4m3 by
     its own absmax first. Output bfloat16 ``[M, N]``."""
-    x_scale = (x.abs().amax(dim=1, keepdim=True).float() / FP8_MAX).clamp(min=1e-12)
-    x_fp8 = (x.float() / x_scale).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+    x_scale = (x.abs().amax(dim=1, keepdim=True).float() / E4M3_MAX).clamp(min=1e-12)
     return torch._scaled_mm(
-        x_fp8, weight_t, scale_a=x_scale, scale_b=row_scales, bias=bias, out_dtype=torch.bfloat16
+        to_e4m3(x, x_scale), weight_t, scale_a=x_scale, scale_b=row_scales, bias=bias, out_dtype=torch.bfloat16
     )
 
 
@@ -88,12 +87,6 @@ class Fp8Linear(nn.Module):
         else:
             self.weight = fused.dequantize().to(device=device, dtype=dtype)
             self.kernel_path = TORCH_PATH
-
-    @property
-    def weight_bytes(self) -> int:
-        """The bytes the weight takes as served."""
-        tensors = [t for t in (self.weight, self.fp8_weight, self.scale) if t is not None]
-        return sum(t.numel() * t.element_size() for t in tensors)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.weight is not None:

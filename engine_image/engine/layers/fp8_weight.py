@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.config.fp8_quantization import Fp8Config
-
-FP8_DTYPE = torch.float8_e4m3fn
+from engine.kernels.fp8_cast import E4M3
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ class Fp8Weight:
     block_k: int
 
     def __post_init__(self) -> None:
-        if self.weight.dtype != FP8_DTYPE:
+        if self.weight.dtype != E4M3:
             raise ValueError(f"fp8 weight is {self.weight.dtype}, expected float8_e4m3fn")
         n, k = self.weight.shape
         expected = (n, -(-k // self.block_k))

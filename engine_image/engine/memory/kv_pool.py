@@ -8,14 +8,9 @@ from collections.abc import Sequence
 import torch
 
 from engine.kernels.cpu import cpu_kernels_for_heads
+from engine.kernels.fp8_cast import E4M3, to_e4m3
 
-FP8_KV_DTYPE = torch.float8_e4m3fn
-_FP8_MAX = torch.finfo(FP8_KV_DTYPE).max
-
-
-def _to_fp8(x: torch.Tensor, scale: float) -> torch.Tensor:
-    """``x / scale`` in e4m3, saturated at its largest finite value (e4m3fn has no infinity)."""
-    return (x.float() / scale).clamp(-_FP8_MAX, _FP8_MAX).to(FP8_KV_DTYPE)
+FP8_KV_DTYPE = E4M3
 
 
 class KVPool:
@@ -91,8 +86,8 @@ class KVPool:
             return
         if self.fp8:
             k_scale, v_scale = self.scales[layer]
-            self._k[layer][loc] = _to_fp8(k, k_scale)
-            self._v[layer][loc] = _to_fp8(v, v_scale)
+            self._k[layer][loc] = to_e4m3(k, k_scale)
+            self._v[layer][loc] = to_e4m3(v, v_scale)
             return
         self._k[layer][loc] = k.to(self.dtype)
         self._v[layer][loc] = v.to(self.dtype)
@@ -109,7 +104,7 @@ class KVPool:
         if not self.fp8:
             return x.to(self.dtype)
         scale = self.scales[layer][int(value)]
-        return _to_fp8(x, scale).to(x.dtype) * scale
+        return to_e4m3(x, scale).to(x.dtype) * scale
 
     @staticmethod
     def bytes_per_token(
