@@ -43,7 +43,7 @@ class StartPlan:
     env: tuple[tuple[str, str], ...]
     container: ContainerSpec | None  # for the docker runtime
     # NOTE: said where the engine is a manifest's fallback, e.g. `engine: vllm (gomgr's
-    # engine does not serve quantization 'fp8')`; None where the manifest's own engine runs.
+    # engine does not serve quantization 'fbgemm_fp8')`; None where the manifest's own engine runs.
     engine_line: str | None = None
 
 

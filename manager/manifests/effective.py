@@ -60,7 +60,7 @@ class EffectiveManifest:
     engine_reason: str | None = None
 
     def engine_line(self) -> str:
-        """e.g. `engine: vllm (gomgr's engine does not serve quantization 'fp8')`."""
+        """e.g. `engine: vllm (gomgr's engine does not serve quantization 'fbgemm_fp8')`."""
         return f"engine: {self.engine}" + (f" ({self.engine_reason})" if self.engine_reason else "")
 
     def as_dict(self) -> dict[str, object]:

@@ -58,28 +58,31 @@ def recorder_image(docker_client: DockerClient) -> Iterator[str]:
     docker_client.images.remove(RECORDER_IMAGE, force=True)
 
 
-def fp8_model(root: Path) -> Path:
+def static_fp8_model(root: Path) -> Path:
+    """An FP8 checkpoint with static activation scales: gomgr's engine serves dynamic ones only."""
     root.mkdir(parents=True)
     config = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
-        "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+        "quantization_config": {"quant_method": "fp8", "activation_scheme": "static"},
     }
     (root / "config.json").write_text(json.dumps(config))
     save_file({"lm_head.weight_scale": torch.ones(1)}, root / "model.safetensors")
     return root
 
 
-def test_start_picks_vllm_for_an_fp8_model_and_says_why(
+def test_start_picks_vllm_for_a_static_fp8_model_and_says_why(
     docker_env: DockerEnv, recorder_image: str, tmp_path: Path
 ) -> None:
     overrides = Path(docker_env.vars["GOMGR_CONFIG_DIR"]) / "manifests"
     overrides.mkdir(parents=True, exist_ok=True)
     (overrides / "vllm-image.yaml").write_text(f"overrides: vllm-upstream\nimage: {recorder_image}\n")
-    model = fp8_model(tmp_path / "Tiny-FP8")
+    model = static_fp8_model(tmp_path / "Tiny-FP8")
     try:
         started = docker_env.start(str(model), "--timeout", "120")
-        assert "engine: vllm (gomgr's engine does not serve quantization 'fp8')" in started["stderr"]
+        assert "engine: vllm (gomgr's engine does not serve fp8 with activation_scheme 'static')" in (
+            started["stderr"]
+        )
         assert f"runtime: docker (the engine runs only in a container; image {recorder_image}" in (
             started["stderr"]
         )

@@ -20,8 +20,6 @@ the asymmetric GPTQ zeros are kept in 1..15, as a v1 reader would read them back
 
 from __future__ import annotations
 
-import json
-import shutil
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +27,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+
+from tests.support.quantized_checkpoints import rewrite_checkpoint
 
 AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
-PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)
@@ -129,28 +127,16 @@ def quantize_projection(
 def write_int4_checkpoint(source: Path, out: Path, dequantized: Path, variant: Int4Variant, seed: int = 0) -> None:
     """``source``'s projections quantized into ``out`` (the checkpoint, with source's other
     files), and the same model dequantized to float32 into ``dequantized``."""
-    for path in (out, dequantized):
-        shutil.copytree(source, path)
-        (path / "model.safetensors").unlink()
-    float_tensors = load_file(source / "model.safetensors")
-    quantized_tensors: dict[str, torch.Tensor] = {}
-    dequantized_tensors: dict[str, torch.Tensor] = {}
-    for name, tensor in sorted(float_tensors.items()):
-        module = name.removesuffix(".weight")
-        if name.endswith(".weight") and module.rpartition(".")[2] in PROJECTIONS:
-            leaves, dequantized_tensors[name] = quantize_projection(tensor, variant, seed + zlib.crc32(_input_of(module).encode()))
-            quantized_tensors |= {f"{module}.{leaf}": t for leaf, t in leaves.items()}
-            if variant.zero_biases and f"{module}.bias" not in float_tensors:
-                quantized_tensors[f"{module}.bias"] = torch.zeros(tensor.shape[0], dtype=torch.float16)
-        else:
-            quantized_tensors[name] = tensor
-            dequantized_tensors[name] = tensor
-    save_file(quantized_tensors, out / "model.safetensors", metadata={"format": "pt"})
-    save_file(dequantized_tensors, dequantized / "model.safetensors", metadata={"format": "pt"})
-    config_path = out / "config.json"
-    config = json.loads(config_path.read_text())
-    config["quantization_config"] = variant.quantization_config()
-    config_path.write_text(json.dumps(config, indent=2))
+
+    def quantize(
+        module: str, weight: torch.Tensor, tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        leaves, meant = quantize_projection(weight, variant, seed + zlib.crc32(_input_of(module).encode()))
+        if variant.zero_biases and f"{module}.bias" not in tensors:
+            leaves["bias"] = torch.zeros(weight.shape[0], dtype=torch.float16)
+        return leaves, meant
+
+    rewrite_checkpoint(source, out, dequantized, quantize, variant.quantization_config())
 
 
 def _input_of(module: str) -> str:

@@ -14,7 +14,7 @@ from engine.attention.base import (
     LayerAttention,
     register_attention_backend,
 )
-from engine.core.forward_batch import ForwardBatch, ForwardMode
+from engine.core.forward_batch import ForwardBatch, ForwardMode, KVCache
 
 
 @dataclass(frozen=True)
@@ -81,11 +81,9 @@ class TorchNativeAttention(AttentionBackend):
         layer: LayerAttention = FULL_ATTENTION,
     ) -> torch.Tensor:
         batch.kv_pool.set_kv(layer_id, batch.out_cache_loc, k, v)
-        k_buffer = batch.kv_pool.k_buffer(layer_id)
-        v_buffer = batch.kv_pool.v_buffer(layer_id)
         if batch.mode is ForwardMode.DECODE:
-            return self._decode(q, k_buffer, v_buffer, batch.attn_metadata, layer)
-        return self._extend(q, k, v, k_buffer, v_buffer, batch.attn_metadata, layer)
+            return self._decode(q, batch.kv_pool, layer_id, batch.attn_metadata, layer)
+        return self._extend(q, k, v, batch.kv_pool, layer_id, batch.attn_metadata, layer)
 
     def _decode_metadata(self, batch: ForwardBatch) -> _DecodeMetadata:
         max_len = max(batch.seq_lens_cpu)
@@ -116,8 +114,8 @@ class TorchNativeAttention(AttentionBackend):
     def _decode(
         self,
         q: torch.Tensor,
-        k_buffer: torch.Tensor,
-        v_buffer: torch.Tensor,
+        pool: KVCache,
+        layer_id: int,
         meta: _DecodeMetadata,
         layer: LayerAttention,
     ) -> torch.Tensor:
@@ -125,8 +123,8 @@ class TorchNativeAttention(AttentionBackend):
         # NOTE: index_select on the flattened slots, not advanced indexing: the same gather,
         # several times faster on CPU, where it is most of the decode attention's time.
         shape = (batch_size, meta.max_len, self.num_kv_heads, self.head_dim)
-        keys = k_buffer.index_select(0, meta.kv_indices).view(shape).transpose(1, 2)  # [B, kv_heads, L, D]
-        values = v_buffer.index_select(0, meta.kv_indices).view(shape).transpose(1, 2)
+        keys = pool.read(layer_id, False, meta.kv_indices, q.dtype).view(shape).transpose(1, 2)  # [B, kv_heads, L, D]
+        values = pool.read(layer_id, True, meta.kv_indices, q.dtype).view(shape).transpose(1, 2)
         # NOTE: the query heads sharing a KV head become that head's query rows (GQA folded
         # into the query length): one attention per KV head instead of broadcast K/V.
         group = self.num_heads // self.num_kv_heads
@@ -139,8 +137,8 @@ class TorchNativeAttention(AttentionBackend):
         q: torch.Tensor,
         k: torch.Tensor,
         v: torch.Tensor,
-        k_buffer: torch.Tensor,
-        v_buffer: torch.Tensor,
+        pool: KVCache,
+        layer_id: int,
         segments: list[_ExtendSegment],
         layer: LayerAttention,
     ) -> torch.Tensor:
@@ -152,11 +150,11 @@ class TorchNativeAttention(AttentionBackend):
             if seg.kv_indices is None:
                 # NOTE: no cached prefix: the keys are this batch's own, no gather from the pool
                 # (cast as the pool stores them, so both paths see the same values).
-                keys = k[seg.start : end].to(k_buffer.dtype)
-                values = v[seg.start : end].to(v_buffer.dtype)
+                keys = pool.as_stored(layer_id, False, k[seg.start : end])
+                values = pool.as_stored(layer_id, True, v[seg.start : end])
             else:
-                keys = k_buffer.index_select(0, seg.kv_indices)
-                values = v_buffer.index_select(0, seg.kv_indices)
+                keys = pool.read(layer_id, False, seg.kv_indices, q.dtype)
+                values = pool.read(layer_id, True, seg.kv_indices, q.dtype)
             shape = (seg.count, -1, self.num_kv_heads, self.head_dim)
             attn = self._attend(
                 queries,

@@ -72,12 +72,13 @@ class TritonAttention(AttentionBackend):
             out = decode_attention(
                 q, k_buffer, v_buffer, batch.req_to_token, batch.req_pool_indices,
                 batch.seq_lens, scale, num_splits=self.num_kv_splits, window=window, logit_cap=cap,
+                kv_scales=batch.kv_pool.scales[layer_id],
             )
         else:
             meta: _ExtendMetadata = batch.attn_metadata
             out = extend_attention(
                 q, k_buffer, v_buffer, batch.req_to_token, batch.req_pool_indices,
                 meta.q_starts, meta.extend_lens, meta.prefix_lens, meta.max_extend_len, scale,
-                window=window, logit_cap=cap,
+                window=window, logit_cap=cap, kv_scales=batch.kv_pool.scales[layer_id],
             )
         return out.view(-1, self.num_heads * self.head_dim)

@@ -16,7 +16,8 @@ from engine.config.architectures import (
     SUPPORTED_ARCHITECTURES,
 )
 from engine.config.attention_pattern import AttentionPattern, attention_pattern
-from engine.config.quantization import Int4Config, int4_config
+from engine.config.fp8_quantization import Fp8Config
+from engine.config.quantization import Int4Config, quantization_config
 from engine.config.rope_config import SUPPORTED_ROPE_TYPES, RopeConfig, rope_config
 from engine.core.errors import UnsupportedModelError
 
@@ -72,7 +73,7 @@ class ModelConfig:
     bos_token_id: int | None
     raw: dict[str, Any]
     moe: MoeConfig | None = None  # None: every layer has a dense MLP
-    quantization: Int4Config | None = None  # None: float weights
+    quantization: Int4Config | Fp8Config | None = None  # None: float weights
     # NOTE: Gemma 3's sliding layers rotate with their own base; None: as ``rope``.
     local_rope: RopeConfig | None = None
 
@@ -132,7 +133,7 @@ class ModelConfig:
             bos_token_id=raw.get("bos_token_id"),
             raw=raw,
             moe=_moe_config(raw, arch),
-            quantization=int4_config(raw.get("quantization_config"), arch),
+            quantization=quantization_config(raw.get("quantization_config"), arch),
             local_rope=rope_config(raw, "sliding_attention") if arch == "Gemma3ForCausalLM" else None,
         )
 

@@ -1,4 +1,5 @@
-"""The weight-only int4 formats the engine loads, read from ``config.json``'s ``quantization_config``.
+"""The quantized formats the engine loads, read from ``config.json``'s ``quantization_config``:
+the weight-only int4 ones here, the FP8 ones in ``fp8_quantization``.
 
 AWQ in its GEMM layout and GPTQ in its v1 checkpoint format (act-order on or off, symmetric or
 not), 4 bits, groups of 32, 64 or 128 input columns or one group per row (``group_size: -1``).
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.config.fp8_quantization import FP8_METHODS, Fp8Config, fp8_config
 from engine.core.errors import UnsupportedModelError
 
 INT4_METHODS = ("awq", "gptq")
@@ -44,9 +46,9 @@ class Int4Config:
         return " ".join(words)
 
 
-def int4_config(raw: Any, architecture: str) -> Int4Config | None:
-    """The int4 format ``quantization_config`` (``raw``) of an ``architecture`` model
-    declares; None without one.
+def quantization_config(raw: Any, architecture: str) -> Int4Config | Fp8Config | None:
+    """The format ``quantization_config`` (``raw``) of an ``architecture`` model declares;
+    None without one.
 
     Raises UnsupportedModelError naming the first thing the engine does not load.
     """
@@ -55,10 +57,17 @@ def int4_config(raw: Any, architecture: str) -> Int4Config | None:
     if not isinstance(raw, dict):
         raise UnsupportedModelError("quantization_config in config.json is not an object")
     method = str(raw.get("quant_method", "")).lower()
+    if method in FP8_METHODS:
+        return fp8_config(raw, architecture)
     if method not in INT4_METHODS:
         raise UnsupportedModelError(
-            f"quantization {method or 'without quant_method'!r} is not supported (supported: awq, gptq)"
+            f"quantization {method or 'without quant_method'!r} is not supported "
+            "(supported: awq, gptq, fp8, compressed-tensors)"
         )
+    return _int4_config(raw, method, architecture)
+
+
+def _int4_config(raw: dict[str, Any], method: str, architecture: str) -> Int4Config:
     if architecture not in INT4_ARCHITECTURES:
         raise UnsupportedModelError(f"{method} checkpoints of {architecture} are not supported yet")
     bits = raw.get("bits", raw.get("w_bit"))

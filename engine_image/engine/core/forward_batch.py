@@ -16,14 +16,19 @@ class KVCache(Protocol):
     is the one implementation, and mypy checks it against this wherever a batch is built.
     """
 
-    dtype: torch.dtype
+    dtype: torch.dtype  # float8_e4m3fn: stored values mean ``stored * scales[layer]``
     device: torch.device
+    scales: list[tuple[float, float]]  # per layer: (k_scale, v_scale)
 
     def k_buffer(self, layer: int) -> torch.Tensor: ...
 
     def v_buffer(self, layer: int) -> torch.Tensor: ...
 
     def set_kv(self, layer: int, loc: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None: ...
+
+    def read(self, layer: int, value: bool, slots: torch.Tensor, dtype: torch.dtype) -> torch.Tensor: ...
+
+    def as_stored(self, layer: int, value: bool, x: torch.Tensor) -> torch.Tensor: ...
 
 
 class ForwardMode(Enum):

@@ -1,10 +1,16 @@
-"""Per-layer K and V buffers indexed by KV slot."""
+"""Per-layer K and V buffers indexed by KV slot, in the model dtype or in FP8 (e4m3) with a
+scale per layer for K and for V (``--kv-cache-dtype fp8_e4m3``)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 
 from engine.kernels.cpu import cpu_kernels_for_heads
+from engine.kernels.fp8_cast import E4M3, to_e4m3
+
+FP8_KV_DTYPE = E4M3
 
 
 class KVPool:
@@ -16,6 +22,11 @@ class KVPool:
     NOTE: buffers come from ``torch.empty``: a slot's content is garbage until ``set_kv``
     writes it, which is fine because attention only reads slots the scheduler wrote (and
     the zeroed dummy row, masked out).
+
+    In FP8 (``dtype`` float8_e4m3fn) a stored value means ``stored * scale``: ``scales``
+    gives each layer's (k_scale, v_scale), 1.0 each where not given (a checkpoint's
+    ``k_scale``/``v_scale`` where it has them). Readers take the buffers and ``scales``
+    (the Triton kernels) or ``read`` (torch).
     """
 
     def __init__(
@@ -26,6 +37,7 @@ class KVPool:
         size: int,
         dtype: torch.dtype,
         device: torch.device | str,
+        scales: Sequence[tuple[float, float]] | None = None,
     ) -> None:
         if num_layers < 1 or num_kv_heads < 1 or head_dim < 1 or size < 1:
             raise ValueError(
@@ -38,6 +50,10 @@ class KVPool:
         self.size = size
         self.dtype = dtype
         self.device = torch.device(device)
+        self.fp8 = dtype == FP8_KV_DTYPE
+        self.scales = list(scales) if scales is not None else [(1.0, 1.0)] * num_layers
+        if len(self.scales) != num_layers:
+            raise ValueError(f"{len(self.scales)} KV scales for {num_layers} layers")
         shape = (size + 1, num_kv_heads, head_dim)
         self._k = [torch.empty(shape, dtype=dtype, device=self.device) for _ in range(num_layers)]
         self._v = [torch.empty(shape, dtype=dtype, device=self.device) for _ in range(num_layers)]
@@ -68,8 +84,27 @@ class KVPool:
             # NOTE: one C++ pass writing both rows of each token, k and v read where they lie.
             kernels.store_kv(k, v, self._k[layer], self._v[layer], loc.contiguous())
             return
+        if self.fp8:
+            k_scale, v_scale = self.scales[layer]
+            self._k[layer][loc] = to_e4m3(k, k_scale)
+            self._v[layer][loc] = to_e4m3(v, v_scale)
+            return
         self._k[layer][loc] = k.to(self.dtype)
         self._v[layer][loc] = v.to(self.dtype)
+
+    def read(self, layer: int, value: bool, slots: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The K (or, ``value``, V) rows of ``slots`` (``[n]``), in ``dtype`` where the pool is FP8."""
+        rows = (self._v if value else self._k)[layer].index_select(0, slots)
+        if not self.fp8:
+            return rows
+        return rows.to(dtype) * self.scales[layer][int(value)]
+
+    def as_stored(self, layer: int, value: bool, x: torch.Tensor) -> torch.Tensor:
+        """``x`` (K, or ``value``, V rows) as ``read`` gives them back once stored."""
+        if not self.fp8:
+            return x.to(self.dtype)
+        scale = self.scales[layer][int(value)]
+        return to_e4m3(x, scale).to(x.dtype) * scale
 
     @staticmethod
     def bytes_per_token(

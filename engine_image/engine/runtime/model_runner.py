@@ -22,10 +22,11 @@ from engine.gguf.weights import GGUFWeights
 from engine.layers.packed_linear import can_pack
 from engine.layers.rotary import RotaryEmbedding
 from engine.memory import KVPool, ReqToTokenPool, TokenAllocator
+from engine.memory.kv_pool import FP8_KV_DTYPE
 from engine.models.expert_distribution import ExpertDistributionRecorder
 from engine.models.gguf_loader import load_gguf_weights
-from engine.models.int4_loader import load_int4_weights
 from engine.models.moe import attach_expert_recorder
+from engine.models.quantized_loader import load_quantized_weights
 from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
@@ -34,7 +35,7 @@ from engine.runtime.kv_pool_size import kv_pool_tokens
 from engine.runtime.meta_model import allocate_on
 from engine.runtime.weights_info import (
     WeightsInfo,
-    int4_kernel_paths,
+    checkpoint_kernel_paths,
     packed_kernel_paths,
     quantized_kernel_paths,
 )
@@ -99,14 +100,19 @@ class ModelRunner:
         self.context_length = self._context_length()
         # NOTE: owned here, not by the model, so a recording survives a weight reload.
         self.expert_recorder = self._expert_recorder()
+        # NOTE: the FP8 KV pool's (k, v) scale per layer: an FP8 checkpoint's where it has
+        # them (set by its loader), else 1.0.
+        self.kv_scales: list[tuple[float, float]] | None = None
         self.model, self.weights = self._build_model(self.model_config.model_path)
         mc = self.local_config
-        per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.dtype)
+        kv_dtype = FP8_KV_DTYPE if config.kv_cache_dtype == "fp8_e4m3" else self.dtype
+        per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, kv_dtype)
         self.max_total_tokens = kv_pool_tokens(config, self.device, per_token, self.context_length)
         if self.tp is not None:
             # NOTE: the scheduler's one allocator hands out the same slots on every rank.
             self.max_total_tokens = min_over_ranks(self.max_total_tokens)
-        self.kv_pool = KVPool(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.max_total_tokens, self.dtype, self.device)
+        scales = self.kv_scales if kv_dtype == FP8_KV_DTYPE else None
+        self.kv_pool = KVPool(mc.num_layers, mc.num_kv_heads, mc.head_dim, self.max_total_tokens, kv_dtype, self.device, scales)
         self.allocator = TokenAllocator(self.max_total_tokens, device=self.device)
         # NOTE: +1 position so a request at the context limit can still write its last token.
         self.req_to_token_pool = ReqToTokenPool(config.max_running_requests, self.context_length + 1, self.device)
@@ -117,9 +123,9 @@ class ModelRunner:
         self.cuda_graph = self._capture_cuda_graphs()
         return_freed_memory(self.device)
         logger.info(
-            "loaded %s (%s, %s) on %s in %s; KV pool %d tokens (%.2f GiB), context %d",
+            "loaded %s (%s, %s) on %s in %s; KV pool %d tokens in %s (%.2f GiB), context %d",
             mc.model_path, mc.architecture, self.weights, self.device, str(self.dtype).removeprefix("torch."),
-            self.max_total_tokens, self.kv_pool.nbytes / (1 << 30), self.context_length,
+            self.max_total_tokens, str(kv_dtype).removeprefix("torch."), self.kv_pool.nbytes / (1 << 30), self.context_length,
         )
 
     def forward(self, batch: ForwardBatch) -> torch.Tensor:
@@ -193,11 +199,11 @@ class ModelRunner:
             load_gguf_weights(model, weights, self.device, self.dtype)
             info = WeightsInfo("gguf", weights.quant_types, quantized_kernel_paths(model))
         elif mc.quantization is not None:
-            # NOTE: the int4 projections bring their own kernels; the float head still packs.
-            load_int4_weights(model, iterate_weights(weights_path), mc.quantization, self.device, self.dtype)
+            # NOTE: the int4/FP8 projections bring their own kernels; the float head still packs.
+            self.kv_scales = load_quantized_weights(model, iterate_weights(weights_path), mc.quantization, self.device, self.dtype)
             if can_pack(self.device, self.dtype):
                 model.pack_for_cpu(self.linear_weight_dtype)
-            info = WeightsInfo(mc.quantization.method, (mc.quantization.describe(),), int4_kernel_paths(model))
+            info = WeightsInfo(mc.quantization.method, (mc.quantization.describe(),), checkpoint_kernel_paths(model))
         elif self.shard_plan is not None:
             # NOTE: the packed CPU kernels stay whole-model only: the shards run plain torch.
             model.load_weights(self.shard_plan.shard_weights(iterate_weights(weights_path)))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from engine.layers.fp8_linear import Fp8Linear
 from engine.layers.int4_linear import Int4Linear
 from engine.layers.packed_linear import PackedLinear
 from engine.layers.quantized_linear import QuantizedLinear
@@ -13,9 +14,9 @@ from engine.layers.quantized_linear import QuantizedLinear
 
 @dataclass(frozen=True)
 class WeightsInfo:
-    format: str  # safetensors | gguf | awq | gptq
-    # NOTE: the GGUF file's types, the most common first; an int4 checkpoint's format (e.g.
-    # "int4 g128 asym"); () for float safetensors.
+    format: str  # safetensors | gguf | awq | gptq | fp8 | compressed-tensors
+    # NOTE: the GGUF file's types, the most common first; an int4 or FP8 checkpoint's format
+    # (e.g. "int4 g128 asym", "fp8 e4m3 block 128x128"); () for float safetensors.
     quant_types: tuple[str, ...]
     kernel: str  # the linear layers' kernel path(s); "" where torch multiplies
 
@@ -35,6 +36,6 @@ def packed_kernel_paths(model: nn.Module) -> str:
     return ", ".join(sorted({m.kernel_path for m in model.modules() if isinstance(m, PackedLinear)}))
 
 
-def int4_kernel_paths(model: nn.Module) -> str:
-    """The kernel paths of ``model``'s int4 layers, e.g. "triton int4 dequantize-GEMM"."""
-    return ", ".join(sorted({m.kernel_path for m in model.modules() if isinstance(m, Int4Linear)}))
+def checkpoint_kernel_paths(model: nn.Module) -> str:
+    """The kernel paths of ``model``'s int4 and FP8 layers, e.g. "triton int4 dequantize-GEMM"."""
+    return ", ".join(sorted({m.kernel_path for m in model.modules() if isinstance(m, (Int4Linear, Fp8Linear))}))

@@ -25,6 +25,7 @@ class ServerArgs:
     served_model_name: str | None = None
     trust_remote_code: bool = False
     dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
     device: str = "auto"
     context_length: int | None = None
     max_total_tokens: int | None = None
@@ -57,6 +58,7 @@ class ServerArgs:
             model_path=self.model_path,
             tokenizer_path=self.tokenizer_path,
             dtype=self.dtype,
+            kv_cache_dtype=self.kv_cache_dtype,
             device=self.device,
             context_length=self.context_length,
             max_total_tokens=self.max_total_tokens,
@@ -95,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--served-model-name")
     p.add_argument("--trust-remote-code", action="store_true")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8_e4m3"])
     p.add_argument("--device", default="auto")
     p.add_argument("--context-length", type=int)
     p.add_argument("--max-total-tokens", type=int)

@@ -27,17 +27,20 @@ def attention_case(
     dtype: torch.dtype,
     device: torch.device,
     seed: int = 0,
+    kv_dtype: torch.dtype | None = None,
+    kv_scales: tuple[float, float] = (1.0, 1.0),
 ) -> AttentionCase:
     """B requests with ``prefix_lens[i]`` tokens already cached and ``new_lens[i]`` new ones.
 
     The prefix K/V are written into a one-layer pool at shuffled slots, the requests sit
     in shuffled rows of the request table, so a kernel that confuses rows, slots or
-    requests fails. All new lens 1 with any prefix makes a DECODE batch.
+    requests fails. All new lens 1 with any prefix makes a DECODE batch. ``kv_dtype``: the
+    pool's (default ``dtype``), with ``kv_scales`` (k, v) where it is FP8.
     """
     gen = torch.Generator().manual_seed(seed)
     seq_lens = [p + n for p, n in zip(prefix_lens, new_lens)]
     total = sum(seq_lens)
-    pool = KVPool(1, num_kv_heads, head_dim, total + 8, dtype, device)
+    pool = KVPool(1, num_kv_heads, head_dim, total + 8, kv_dtype or dtype, device, [kv_scales])
     table = ReqToTokenPool(len(seq_lens) + 2, max(seq_lens) + 4, device)
     # NOTE: slot 0 is the pool's dummy slot; real slots are 1..size in shuffled order.
     slots = (torch.randperm(pool.size, generator=gen)[:total] + 1).to(device)

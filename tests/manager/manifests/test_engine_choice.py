@@ -19,6 +19,15 @@ from engine.config.architectures import (
     REWARD_ARCHITECTURES,
     SUPPORTED_ARCHITECTURES,
 )
+from engine.config.fp8_quantization import (
+    COMPRESSED_TENSORS_FORMATS,
+    COMPRESSED_TENSORS_STRATEGIES,
+    FP8_ACTIVATION_SCHEMES,
+    FP8_ARCHITECTURES,
+    FP8_BLOCK_SIZES,
+    FP8_FORMATS,
+    FP8_METHODS,
+)
 from engine.config.model_config import SUPPORTED_ROPE_TYPES
 from engine.config.quantization import (
     AWQ_VERSIONS,
@@ -33,6 +42,13 @@ from manager.manifests.architecture import traits_of
 from manager.manifests.engine_support import (
     GOMGR_ARCHITECTURES,
     GOMGR_AWQ_VERSIONS,
+    GOMGR_COMPRESSED_TENSORS_FORMATS,
+    GOMGR_COMPRESSED_TENSORS_STRATEGIES,
+    GOMGR_FP8_ACTIVATION_SCHEMES,
+    GOMGR_FP8_ARCHITECTURES,
+    GOMGR_FP8_BLOCK_SIZES,
+    GOMGR_FP8_FORMATS,
+    GOMGR_FP8_METHODS,
     GOMGR_GGUF_ARCHITECTURES,
     GOMGR_GPTQ_FORMATS,
     GOMGR_GROUP_SIZES,
@@ -53,6 +69,13 @@ LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
 AWQ = {**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
 AWQ_GEMV = {**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemv"}}
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": True, "sym": False}
+FP8_BLOCK = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+
+
+def compressed_tensors(weights_type: str, strategy: str) -> dict[str, object]:
+    weights = {"num_bits": 8, "type": weights_type, "strategy": strategy, "symmetric": True, "dynamic": False}
+    group = {"targets": ["Linear"], "weights": weights, "input_activations": {"num_bits": 8, "type": weights_type, "dynamic": True}}
+    return {"quant_method": "compressed-tensors", "format": f"{weights_type}-quantized", "config_groups": {"group_0": group}}
 
 
 def model_dir(root: Path, config: Mapping[str, object]) -> Path:
@@ -67,7 +90,12 @@ def test_the_managers_tables_equal_the_engines() -> None:
     engine = {*SUPPORTED_ARCHITECTURES, *REWARD_ARCHITECTURES, *ENCODER_ARCHITECTURES}
     assert engine == GOMGR_ARCHITECTURES
     assert set(SUPPORTED_ROPE_TYPES) == GOMGR_ROPE_TYPES
-    assert set(INT4_METHODS) == GOMGR_QUANTIZATIONS and INT4_BITS == GOMGR_INT4_BITS
+    assert {*INT4_METHODS, *FP8_METHODS} == GOMGR_QUANTIZATIONS and INT4_BITS == GOMGR_INT4_BITS
+    assert set(FP8_METHODS) == GOMGR_FP8_METHODS and set(FP8_FORMATS) == GOMGR_FP8_FORMATS
+    assert set(FP8_BLOCK_SIZES) == GOMGR_FP8_BLOCK_SIZES and set(FP8_ACTIVATION_SCHEMES) == GOMGR_FP8_ACTIVATION_SCHEMES
+    assert set(COMPRESSED_TENSORS_FORMATS) == GOMGR_COMPRESSED_TENSORS_FORMATS
+    assert set(COMPRESSED_TENSORS_STRATEGIES) == GOMGR_COMPRESSED_TENSORS_STRATEGIES
+    assert set(FP8_ARCHITECTURES) == GOMGR_FP8_ARCHITECTURES
     assert set(AWQ_VERSIONS) == GOMGR_AWQ_VERSIONS and set(GPTQ_CHECKPOINT_FORMATS) == GOMGR_GPTQ_FORMATS
     assert set(INT4_GROUP_SIZES) == GOMGR_GROUP_SIZES
     assert set(INT4_ARCHITECTURES) == GOMGR_INT4_ARCHITECTURES
@@ -80,7 +108,13 @@ def test_the_managers_tables_equal_the_engines() -> None:
         (AWQ_GEMV, "awq version 'gemv'"),
         ({**LLAMA, "quantization_config": {**GPTQ, "bits": 8}}, "gptq with bits 8"),
         ({**LLAMA, "quantization_config": {**GPTQ, "checkpoint_format": "gptq_v2"}}, "gptq checkpoint_format 'gptq_v2'"),
-        ({**LLAMA, "quantization_config": {"quant_method": "fp8"}}, "quantization 'fp8'"),
+        (
+            {**LLAMA, "quantization_config": {**FP8_BLOCK, "activation_scheme": "static"}},
+            "fp8 with activation_scheme 'static'",
+        ),
+        ({**LLAMA, "quantization_config": {**FP8_BLOCK, "fmt": "e5m2"}}, "fp8 weights in e5m2"),
+        ({**LLAMA, "quantization_config": compressed_tensors("int", "channel")}, "compressed-tensors format 'int-quantized'"),
+        ({**LLAMA, "quantization_config": {"quant_method": "fbgemm_fp8"}}, "quantization 'fbgemm_fp8'"),
         (
             {"architectures": ["Gemma2ForCausalLM"], "quantization_config": AWQ["quantization_config"]},
             "awq checkpoints of 'Gemma2ForCausalLM'",
@@ -113,8 +147,15 @@ def test_what_gomgr_does_not_serve_goes_to_vllm_and_says_why(
         AWQ,
         {**LLAMA, "quantization_config": GPTQ},
         {**LLAMA, "quantization_config": {**GPTQ, "group_size": -1, "sym": True, "checkpoint_format": "gptq"}},
+        {**LLAMA, "quantization_config": FP8_BLOCK},
+        {**LLAMA, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"}},
+        {**LLAMA, "quantization_config": compressed_tensors("float", "tensor")},
+        {**LLAMA, "quantization_config": compressed_tensors("float", "channel")},
     ],
-    ids=["llama3-rope", "yarn-rope", "gemma2", "phi3-longrope", "awq-gemm", "gptq-act-order", "gptq-per-row"],
+    ids=[
+        "llama3-rope", "yarn-rope", "gemma2", "phi3-longrope", "awq-gemm", "gptq-act-order", "gptq-per-row",
+        "fp8-block", "fp8-per-tensor", "ct-fp8-tensor", "ct-fp8-channel",
+    ],
 )
 def test_a_model_gomgr_serves_stays_on_gomgr(tmp_path: Path, config: dict[str, object]) -> None:
     path = model_dir(tmp_path / "model", config)
@@ -123,7 +164,7 @@ def test_a_model_gomgr_serves_stays_on_gomgr(tmp_path: Path, config: dict[str, o
 
 
 def test_the_family_manifest_keeps_its_parsers_under_the_fallback() -> None:
-    traits = ModelTraits("Qwen2ForCausalLM", quantization="fp8")
+    traits = ModelTraits("Qwen2ForCausalLM", quantization="fbgemm_fp8")
     effective = resolve_manifest("Qwen/Qwen2.5-7B-Instruct-FP8", traits)
     assert (effective.engine, effective.tool_call_parser) == ("vllm", "qwen25")
     assert effective.context_length == resolve_manifest("Qwen/Qwen2.5-7B-Instruct", None).context_length
@@ -131,10 +172,10 @@ def test_the_family_manifest_keeps_its_parsers_under_the_fallback() -> None:
 
 def test_an_override_picks_sglang_as_the_fallback(overrides_dir: Path) -> None:
     (overrides_dir / "fp8-on-sglang.yaml").write_text("repo: 'someone/*-FP8'\nfallback: sglang-upstream\n")
-    effective = resolve_manifest("someone/model-FP8", ModelTraits("LlamaForCausalLM", "fp8"))
+    effective = resolve_manifest("someone/model-FP8", ModelTraits("LlamaForCausalLM", "fbgemm_fp8"))
     assert effective.engine == "sglang"
-    assert effective.engine_reason == "gomgr's engine does not serve quantization 'fp8'"
-    assert resolve_manifest("other/model-FP8", ModelTraits("LlamaForCausalLM", "fp8")).engine == "vllm"
+    assert effective.engine_reason == "gomgr's engine does not serve quantization 'fbgemm_fp8'"
+    assert resolve_manifest("other/model-FP8", ModelTraits("LlamaForCausalLM", "fbgemm_fp8")).engine == "vllm"
 
 
 def test_an_override_without_fallback_refuses_in_one_line(overrides_dir: Path) -> None:

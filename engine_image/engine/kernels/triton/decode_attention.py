@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from engine.kernels.triton.dot import dot_precision
+from engine.kernels.triton.fp8_decode import load_kv
 from engine.kernels.triton.logit_cap import cap_logits
 
 # NOTE: tl.dot needs at least 16 rows: a GQA group (often 1..8 heads) is padded up to it.
@@ -25,7 +26,7 @@ _MIN_DOT_ROWS = 16
 @triton.jit
 def _decode_split_kernel(
     Q, K_Buffer, V_Buffer, Req_to_token, Req_pool_indices, Seq_lens, Mid_O, Mid_Lse,
-    sm_scale, window,
+    sm_scale, window, k_scale, v_scale,
     stride_qb, stride_qh,
     stride_kt, stride_kh,
     stride_vt, stride_vh,
@@ -33,6 +34,7 @@ def _decode_split_kernel(
     stride_mob, stride_moh, stride_mos,
     stride_mlb, stride_mlh,
     LOGIT_CAP: tl.constexpr,
+    KV_FP8: tl.constexpr,
     GROUP: tl.constexpr,
     NUM_SPLITS: tl.constexpr,
     HEAD_DIM: tl.constexpr,
@@ -72,10 +74,9 @@ def _decode_split_kernel(
         n_mask = offs_n < end
         slots = tl.load(Req_to_token + row * stride_rt + offs_n, mask=n_mask, other=0)
         kv_mask = n_mask[:, None] & d_mask[None, :]
-        k = tl.load(
+        k = load_kv(
             K_Buffer + slots[:, None] * stride_kt + kv_head * stride_kh + offs_d[None, :],
-            mask=kv_mask,
-            other=0.0,
+            kv_mask, k_scale, q.dtype, KV_FP8,
         )
         scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * sm_scale
         if LOGIT_CAP > 0:
@@ -84,10 +85,9 @@ def _decode_split_kernel(
         m_new = tl.maximum(m_i, tl.max(scores, 1))
         p = tl.exp(scores - m_new[:, None])
         alpha = tl.exp(m_i - m_new)
-        v = tl.load(
+        v = load_kv(
             V_Buffer + slots[:, None] * stride_vt + kv_head * stride_vh + offs_d[None, :],
-            mask=kv_mask,
-            other=0.0,
+            kv_mask, v_scale, q.dtype, KV_FP8,
         )
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         l_i = l_i * alpha + tl.sum(p, 1)
@@ -159,6 +159,7 @@ def decode_attention(
     block_n: int = 32,
     window: int = 0,
     logit_cap: float = 0.0,
+    kv_scales: tuple[float, float] = (1.0, 1.0),
 ) -> torch.Tensor:
     """One query token per request over its KV (its last ``window`` keys when ``window > 0``).
 
@@ -172,12 +173,16 @@ def decode_attention(
         raise ValueError(f"{num_heads} query heads do not divide into {num_kv_heads} KV heads")
     group = num_heads // num_kv_heads
     q = q.contiguous()
+    # NOTE: an FP8 pool goes in as its bytes, decoded in the kernel (fp8_decode.py).
+    kv_fp8 = k_buffer.dtype == torch.float8_e4m3fn
+    if kv_fp8:
+        k_buffer, v_buffer = k_buffer.view(torch.uint8), v_buffer.view(torch.uint8)
     mid_o = torch.empty(batch, num_heads, num_splits, head_dim, dtype=torch.float32, device=q.device)
     mid_lse = torch.empty(batch, num_heads, num_splits, dtype=torch.float32, device=q.device)
     block_d = triton.next_power_of_2(head_dim)
     _decode_split_kernel[(batch, num_kv_heads, num_splits)](
         q, k_buffer, v_buffer, req_to_token, req_pool_indices, seq_lens, mid_o, mid_lse,
-        sm_scale, window,
+        sm_scale, window, *kv_scales,
         q.stride(0), q.stride(1),
         k_buffer.stride(0), k_buffer.stride(1),
         v_buffer.stride(0), v_buffer.stride(1),
@@ -185,6 +190,7 @@ def decode_attention(
         mid_o.stride(0), mid_o.stride(1), mid_o.stride(2),
         mid_lse.stride(0), mid_lse.stride(1),
         LOGIT_CAP=logit_cap,
+        KV_FP8=kv_fp8,
         GROUP=group,
         NUM_SPLITS=num_splits,
         HEAD_DIM=head_dim,

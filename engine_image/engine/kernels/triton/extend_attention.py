@@ -15,19 +15,21 @@ import triton
 import triton.language as tl
 
 from engine.kernels.triton.dot import dot_precision
+from engine.kernels.triton.fp8_decode import load_kv
 from engine.kernels.triton.logit_cap import cap_logits
 
 
 @triton.jit
 def _extend_kernel(
     Q, O, K_Buffer, V_Buffer, Req_to_token, Req_pool_indices, Q_starts, Extend_lens, Prefix_lens,
-    sm_scale, window,
+    sm_scale, window, k_scale, v_scale,
     stride_qt, stride_qh,
     stride_ot, stride_oh,
     stride_kt, stride_kh,
     stride_vt, stride_vh,
     stride_rt,
     LOGIT_CAP: tl.constexpr,
+    KV_FP8: tl.constexpr,
     GROUP: tl.constexpr,
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -69,10 +71,9 @@ def _extend_kernel(
             n_mask = offs_n < kv_end
             slots = tl.load(Req_to_token + row * stride_rt + offs_n, mask=n_mask, other=0)
             kv_mask = n_mask[:, None] & d_mask[None, :]
-            k = tl.load(
+            k = load_kv(
                 K_Buffer + slots[:, None] * stride_kt + kv_head * stride_kh + offs_d[None, :],
-                mask=kv_mask,
-                other=0.0,
+                kv_mask, k_scale, q.dtype, KV_FP8,
             )
             scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * sm_scale
             if LOGIT_CAP > 0:
@@ -86,10 +87,9 @@ def _extend_kernel(
             m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
             p = tl.exp(scores - m_safe[:, None])
             alpha = tl.exp(m_i - m_safe)
-            v = tl.load(
+            v = load_kv(
                 V_Buffer + slots[:, None] * stride_vt + kv_head * stride_vh + offs_d[None, :],
-                mask=kv_mask,
-                other=0.0,
+                kv_mask, v_scale, q.dtype, KV_FP8,
             )
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
             l_i = l_i * alpha + tl.sum(p, 1)
@@ -119,6 +119,7 @@ def extend_attention(
     block_n: int = 32,
     window: int = 0,
     logit_cap: float = 0.0,
+    kv_scales: tuple[float, float] = (1.0, 1.0),
 ) -> torch.Tensor:
     """Causal attention of the new tokens of B requests, flattened along the token axis.
 
@@ -132,18 +133,23 @@ def extend_attention(
     if num_heads % num_kv_heads:
         raise ValueError(f"{num_heads} query heads do not divide into {num_kv_heads} KV heads")
     q = q.contiguous()
+    # NOTE: an FP8 pool goes in as its bytes, decoded in the kernel (fp8_decode.py).
+    kv_fp8 = k_buffer.dtype == torch.float8_e4m3fn
+    if kv_fp8:
+        k_buffer, v_buffer = k_buffer.view(torch.uint8), v_buffer.view(torch.uint8)
     out = torch.empty_like(q)
     batch = req_pool_indices.shape[0]
     grid = (batch, num_heads, triton.cdiv(max_extend_len, block_m))
     _extend_kernel[grid](
         q, out, k_buffer, v_buffer, req_to_token, req_pool_indices, q_starts, extend_lens, prefix_lens,
-        sm_scale, window,
+        sm_scale, window, *kv_scales,
         q.stride(0), q.stride(1),
         out.stride(0), out.stride(1),
         k_buffer.stride(0), k_buffer.stride(1),
         v_buffer.stride(0), v_buffer.stride(1),
         req_to_token.stride(0),
         LOGIT_CAP=logit_cap,
+        KV_FP8=kv_fp8,
         GROUP=num_heads // num_kv_heads,
         HEAD_DIM=head_dim,
         BLOCK_M=block_m,
