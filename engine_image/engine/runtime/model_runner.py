@@ -122,15 +122,27 @@ class ModelRunner:
             self.max_total_tokens, self.kv_pool.nbytes / (1 << 30), self.context_length,
         )
 
-    def forward(self, batch: ForwardBatch) -> torch.Tensor:
-        """The logits [B, vocab]; a tensor-parallel worker gets its vocab part, unused."""
+    def forward(self, batch: ForwardBatch, table_writes: list[TableWrite] | None = None) -> torch.Tensor:
+        """The logits [B, vocab]; a tensor-parallel worker gets its vocab part, unused.
+
+        ``table_writes``: the request-table writes this step brings to the workers, taken with
+        ``take_table_writes`` where the batch was built (the overlap scheduler's forward thread
+        runs it while the next batch is built); by default the writes made since the last step.
+        """
         if self.tp is not None and self.tp.is_driver:
-            writes = [TableWrite(*write) for write in self.req_to_token_pool.take_journal()]
+            writes = self.take_table_writes() if table_writes is None else table_writes
             broadcast_step(describe(batch, writes), self.tp)
         if self.cuda_graph is not None and self.cuda_graph.can_run(batch):
             return self.cuda_graph.replay(batch)
         logits: torch.Tensor = self.model(batch, self.attention)
         return logits
+
+    def take_table_writes(self) -> list[TableWrite]:
+        """The request-table writes since the last step, which the tensor-parallel workers
+        replay (none without tensor parallelism)."""
+        if self.tp is None or not self.tp.is_driver:
+            return []
+        return [TableWrite(*write) for write in self.req_to_token_pool.take_journal()]
 
     def reload_weights(self, model_path: str) -> None:
         """Loads another checkpoint of the same architecture and shapes into the live model."""
