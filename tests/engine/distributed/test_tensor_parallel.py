@@ -1,6 +1,6 @@
 """--tp-size N on CPU (gloo): tiny random-weight Llama and Qwen2 checkpoints served by real
 servers at N ranks give the greedy tokens and log-probs of the same engine at one rank, with
-the radix cache on; one worker killed takes the whole server down; bad values fail at once.
+the radix cache on (the Qwen2 server with the overlap scheduler); one worker killed takes the whole server down; bad values fail at once.
 
 Tolerance: log-probs within 1e-4 (absolute). Sharded matmuls and the all-reduce sum fp32
 partial products in another order than one rank does; on these models they differ by ~1e-6.
@@ -47,7 +47,9 @@ MODELS: dict[str, tuple[type, dict[str, Any]]] = {
     "qwen2": (Qwen2Config, {"tie_word_embeddings": True}),
 }
 # NOTE: two servers, not every (model, size) pair: each rank is a process importing torch.
+# The Qwen2 one runs the overlap scheduler: its forward thread drives the workers' steps.
 SERVED = [("llama", 3), ("qwen2", 2)]
+OVERLAP = {("qwen2", 2)}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,8 @@ def servers(
     def start(served: tuple[str, int]) -> EngineServer:
         name, tp = served
         log = logs / f"{name}-tp{tp}.log"
-        return start_engine_server(checkpoints[name], log, [*flags, f"--tp-size={tp}", "--skip-server-warmup"])
+        overlap = ["--enable-overlap-schedule"] if served in OVERLAP else []
+        return start_engine_server(checkpoints[name], log, [*flags, *overlap, f"--tp-size={tp}", "--skip-server-warmup"])
 
     with ThreadPoolExecutor(len(SERVED)) as pool:
         futures = {served: pool.submit(start, served) for served in SERVED}
