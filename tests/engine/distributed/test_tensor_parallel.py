@@ -1,6 +1,7 @@
 """--tp-size N on CPU (gloo): tiny random-weight Llama and Qwen2 checkpoints served by real
 servers at N ranks give the greedy tokens and log-probs of the same engine at one rank, with
-the radix cache on (the Qwen2 server with the overlap scheduler); one worker killed takes the whole server down; bad values fail at once.
+the radix cache on (the Qwen2 server with the overlap scheduler); one worker killed takes the
+whole server down; bad values fail at once.
 
 Tolerance: log-probs within 1e-4 (absolute). Sharded matmuls and the all-reduce sum fp32
 partial products in another order than one rank does; on these models they differ by ~1e-6.
