@@ -30,6 +30,7 @@ from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
 from engine.runtime.host_malloc import keep_freed_memory, return_freed_memory
+from engine.runtime.input_buffers import InputBuffers
 from engine.runtime.kv_pool_size import kv_pool_tokens
 from engine.runtime.meta_model import allocate_on
 from engine.runtime.weights_info import (
@@ -112,6 +113,10 @@ class ModelRunner:
         self.req_to_token_pool = ReqToTokenPool(config.max_running_requests, self.context_length + 1, self.device)
         if self.tp is not None and self.tp.is_driver:
             self.req_to_token_pool.keep_journal()
+        # NOTE: as wide as a prefill chunk or a full decode batch; wider steps grow it.
+        self.input_buffers = InputBuffers(
+            max(config.max_running_requests, config.prefill_chunk(self.device.type) or 0), self.device
+        )
         backend = config.attention_backend or default_attention_backend(self.device)
         self.attention = create_attention_backend(backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
         self.cuda_graph = self._capture_cuda_graphs()
