@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +26,7 @@ from transformers import LlamaConfig, Qwen2Config
 
 from engine.engine import Engine
 from tests.engine.models.conftest import TINY_SHAPE, build_checkpoint
+from tests.engine.server.conftest import fetch_server_info
 from tests.support.engine_process import EngineServer, start_engine_server
 
 pytestmark = pytest.mark.slow
@@ -155,6 +157,33 @@ def test_bad_tp_size_fails_at_once(checkpoints: dict[str, Path], tmp_path: Path)
         assert result.returncode != 0
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and reason in lines[0], result.stderr
+
+
+def test_disconnect_mid_stream_frees_everything_with_the_overlap_scheduler(
+    servers: dict[tuple[str, int], EngineServer],
+) -> None:
+    """The client leaves while its request's step is in flight: the request ends, every KV slot
+    returns to the pool or the radix tree, and the tree empties on a flush."""
+    server = servers[("qwen2", 2)]
+    params = {"max_new_tokens": 120, "temperature": 0, "ignore_eos": True}
+    body = {"input_ids": PROMPTS[0], "stream": True, "sampling_params": params}
+    with server.client() as own, own.stream("POST", "/generate", json=body) as stream:
+        assert stream.status_code == 200
+        chunks = 0
+        for line in stream.iter_lines():
+            chunks += line.startswith("data:")
+            if chunks == 2:
+                break
+    # The connection is closed here, mid-stream.
+    with server.client() as client:
+        deadline = time.monotonic() + 60
+        while (info := fetch_server_info(client))["num_running_reqs"] or (
+            info["kv_pool_used_tokens"] != info["radix_cache_tokens"]
+        ):
+            assert time.monotonic() < deadline, info
+            time.sleep(0.2)
+        assert client.post("/flush_cache").status_code == 200
+        assert fetch_server_info(client)["kv_pool_used_tokens"] == 0
 
 
 def test_killing_a_worker_ends_the_server(servers: dict[tuple[str, int], EngineServer]) -> None:
