@@ -1,5 +1,5 @@
 """The overlap scheduler (--enable-overlap-schedule) changes no token: stop conditions,
-seeded sampling with penalties, n > 1, the radix cache under chunked prefill and a tight KV
+seeded sampling with penalties, a grammar alongside, n > 1, the radix cache under chunked prefill and a tight KV
 pool, and aborts of a request whose step is in flight, all as the plain scheduler gives
 them, with every KV slot back in the pool or the tree afterwards. Greedy equality with
 transformers both ways is in test_greedy_matches_transformers.py."""
@@ -40,6 +40,7 @@ def test_stop_conditions_and_sampling_equal_the_plain_scheduler(smol_engine: Eng
         chat(smol_engine, "Describe the moon."),  # seeded sampling with penalties
         tok.encode("1, 2, 3,", add_special_tokens=False),  # one token
         tok.encode("Once upon a time", add_special_tokens=False),  # a stop token id
+        chat(smol_engine, "Pick a number."),  # a grammar: its steps resolve at once
     ]
     params = [
         {"temperature": 0, "max_new_tokens": 16},
@@ -48,6 +49,7 @@ def test_stop_conditions_and_sampling_equal_the_plain_scheduler(smol_engine: Eng
         {"temperature": 0.9, "seed": 11, "max_new_tokens": 8, "frequency_penalty": 0.6, "presence_penalty": 0.3},
         {"temperature": 0, "max_new_tokens": 1},
         {"temperature": 0, "max_new_tokens": 16, "stop_token_ids": [2240]},
+        {"temperature": 0, "max_new_tokens": 16, "regex": "[0-9]{2,3}"},
     ]
     for engine in (smol_engine, smol_overlap_engine):
         engine.flush_cache()
@@ -55,7 +57,7 @@ def test_stop_conditions_and_sampling_equal_the_plain_scheduler(smol_engine: Eng
     overlap = smol_overlap_engine.generate(input_ids=prompts, sampling_params=params, return_logprob=True)
     assert _summary(overlap) == _summary(plain)
     reasons = [r["meta_info"]["finish_reason"]["type"] for r in overlap]
-    assert reasons == ["stop", "length", "stop", "length", "length", "stop"]
+    assert reasons == ["stop", "length", "stop", "length", "length", "stop", "stop"]
     _assert_pool_free(smol_overlap_engine)
 
     samples = {"n": 2, "seed": 5, "temperature": 0.8, "max_new_tokens": 6, "ignore_eos": True}
