@@ -21,8 +21,9 @@ def _dense_reference(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     return torch.einsum("hl,lhd->hd", weights, values)
 
 
-# NOTE: 1 split (no reduce work), 3 (uneven chunks), 8 with 2-key requests (empty splits).
-@pytest.mark.parametrize("num_splits", [1, 3, 8])
+# NOTE: 1 split (no reduce work), 3 (uneven chunks), 8 and 16 (the most decode_num_splits
+# picks) with 2-key requests (empty splits).
+@pytest.mark.parametrize("num_splits", [1, 3, 8, 16])
 def test_splits_merge_to_the_dense_softmax(num_splits: int) -> None:
     num_heads, num_kv_heads, head_dim = 4, 2, 16
     case = attention_case([1, 20], [1, 1], num_heads, num_kv_heads, head_dim, torch.float32, DEVICE)
