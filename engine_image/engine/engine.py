@@ -67,6 +67,8 @@ class Engine:
                     pending.discard(delta.rid)
             if pending and self.scheduler.is_idle:
                 raise RuntimeError("the scheduler went idle with requests unfinished")
+        # NOTE: with the overlap scheduler a step may still run for requests that ended.
+        self.scheduler.sync()
         latency = time.perf_counter() - start
         results = [self._result(req, latency, return_logprob) for group in groups for req in group]
         return results if batched or len(results) > 1 else results[0]

@@ -27,6 +27,8 @@ class EngineConfig:
     random_seed: int = 0
     is_embedding: bool = False  # serve embeddings (/encode, /v1/embeddings), not generation
     tp_size: int = 1  # tensor-parallel ranks (engine/distributed); > 1 only in the server
+    # The overlap scheduler (scheduler/overlap.py): the next batch is built while the forward runs.
+    enable_overlap_schedule: bool = False
 
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):

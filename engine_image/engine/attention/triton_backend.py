@@ -18,7 +18,7 @@ from engine.attention.base import (
     register_attention_backend,
 )
 from engine.core.forward_batch import ForwardBatch, ForwardMode
-from engine.kernels.triton.decode_attention import decode_attention
+from engine.kernels.triton.decode_attention import decode_attention, decode_num_splits
 from engine.kernels.triton.extend_attention import extend_attention
 
 
@@ -33,9 +33,9 @@ class _ExtendMetadata:
 @register_attention_backend("triton")
 class TritonAttention(AttentionBackend):
     cuda_graph_safe = True
-    # NOTE: SGLang's default split count: enough programs to fill a GPU at batch 1 with
-    # long contexts, cheap (empty splits) for short ones.
-    num_kv_splits = 8
+    # NOTE: streaming multiprocessors of the device decode runs on, read at the first decode
+    # (the split count follows it, the batch size and the context: ``decode_num_splits``).
+    sm_count: int | None = None
 
     def init_forward_metadata(self, batch: ForwardBatch) -> None:
         if batch.mode is ForwardMode.DECODE:
@@ -69,9 +69,13 @@ class TritonAttention(AttentionBackend):
         k_buffer = batch.kv_pool.k_buffer(layer_id)
         v_buffer = batch.kv_pool.v_buffer(layer_id)
         if batch.mode is ForwardMode.DECODE:
+            if self.sm_count is None:
+                cuda = q.device.type == "cuda"
+                self.sm_count = torch.cuda.get_device_properties(q.device).multi_processor_count if cuda else 1
+            splits = decode_num_splits(batch.batch_size, k_buffer.shape[1], batch.req_to_token.shape[1], self.sm_count)
             out = decode_attention(
                 q, k_buffer, v_buffer, batch.req_to_token, batch.req_pool_indices,
-                batch.seq_lens, scale, num_splits=self.num_kv_splits, window=window, logit_cap=cap,
+                batch.seq_lens, scale, num_splits=splits, window=window, logit_cap=cap,
                 kv_scales=batch.kv_pool.scales[layer_id],
             )
         else:

@@ -31,6 +31,7 @@ from engine.models.registry import model_class
 from engine.models.weight_loader import iterate_weights
 from engine.runtime.cuda_graph_runner import CudaGraphRunner, capture_batch_sizes
 from engine.runtime.host_malloc import keep_freed_memory, return_freed_memory
+from engine.runtime.input_buffers import InputBuffers
 from engine.runtime.kv_pool_size import kv_pool_tokens
 from engine.runtime.meta_model import allocate_on
 from engine.runtime.weights_info import (
@@ -118,6 +119,10 @@ class ModelRunner:
         self.req_to_token_pool = ReqToTokenPool(config.max_running_requests, self.context_length + 1, self.device)
         if self.tp is not None and self.tp.is_driver:
             self.req_to_token_pool.keep_journal()
+        # NOTE: as wide as a prefill chunk or a full decode batch; wider steps grow it.
+        self.input_buffers = InputBuffers(
+            max(config.max_running_requests, config.prefill_chunk(self.device.type) or 0), self.device
+        )
         backend = config.attention_backend or default_attention_backend(self.device)
         self.attention = create_attention_backend(backend, mc.num_heads, mc.num_kv_heads, mc.head_dim)
         self.cuda_graph = self._capture_cuda_graphs()
@@ -128,15 +133,27 @@ class ModelRunner:
             self.max_total_tokens, str(kv_dtype).removeprefix("torch."), self.kv_pool.nbytes / (1 << 30), self.context_length,
         )
 
-    def forward(self, batch: ForwardBatch) -> torch.Tensor:
-        """The logits [B, vocab]; a tensor-parallel worker gets its vocab part, unused."""
+    def forward(self, batch: ForwardBatch, table_writes: list[TableWrite] | None = None) -> torch.Tensor:
+        """The logits [B, vocab]; a tensor-parallel worker gets its vocab part, unused.
+
+        ``table_writes``: the request-table writes this step brings to the workers, taken with
+        ``take_table_writes`` where the batch was built (the overlap scheduler's forward thread
+        runs it while the next batch is built); by default the writes made since the last step.
+        """
         if self.tp is not None and self.tp.is_driver:
-            writes = [TableWrite(*write) for write in self.req_to_token_pool.take_journal()]
+            writes = self.take_table_writes() if table_writes is None else table_writes
             broadcast_step(describe(batch, writes), self.tp)
         if self.cuda_graph is not None and self.cuda_graph.can_run(batch):
             return self.cuda_graph.replay(batch)
         logits: torch.Tensor = self.model(batch, self.attention)
         return logits
+
+    def take_table_writes(self) -> list[TableWrite]:
+        """The request-table writes since the last step, which the tensor-parallel workers
+        replay (none without tensor parallelism)."""
+        if self.tp is None or not self.tp.is_driver:
+            return []
+        return [TableWrite(*write) for write in self.req_to_token_pool.take_journal()]
 
     def reload_weights(self, model_path: str) -> None:
         """Loads another checkpoint of the same architecture and shapes into the live model."""

@@ -20,15 +20,17 @@ def forward_batch(
     extend_lens: list[int],
 ) -> ForwardBatch:
     """``reqs`` must already hold the new tokens' slots (``RequestKV.extend``)."""
-    device = runner.device
     seq_lens = [r.kv_len for r in reqs]
+    rows = [r.req_pool_idx for r in reqs if r.req_pool_idx is not None]
+    assert len(rows) == len(reqs), "every request in a batch holds a request row"
+    inputs = runner.input_buffers.fill(tokens, positions, rows, seq_lens)
     return ForwardBatch(
         mode=mode,
-        input_ids=torch.tensor(tokens, dtype=torch.int64, device=device),
-        positions=torch.tensor(positions, dtype=torch.int64, device=device),
+        input_ids=inputs.input_ids,
+        positions=inputs.positions,
         out_cache_loc=out_cache_loc,
-        req_pool_indices=torch.tensor([r.req_pool_idx for r in reqs], dtype=torch.int64, device=device),
-        seq_lens=torch.tensor(seq_lens, dtype=torch.int64, device=device),
+        req_pool_indices=inputs.req_pool_indices,
+        seq_lens=inputs.seq_lens,
         seq_lens_cpu=seq_lens,
         extend_prefix_lens_cpu=prefix_lens,
         extend_seq_lens_cpu=extend_lens,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.core.forward_batch import ForwardMode
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.ipc.messages import RequestDelta
 from engine.runtime.model_runner import ModelRunner
 from engine.scheduler.batch import forward_batch
@@ -32,12 +32,15 @@ class Decode:
         """One decode forward over every running request; the deltas and the requests that
         finished (no longer running)."""
         reqs = self.running
-        positions = [r.kv_len for r in reqs]
-        tokens = [r.output_ids[-1] for r in reqs]
-        out_cache_loc = self.kv.extend(reqs, [1] * len(reqs))
-        batch = forward_batch(
-            self.runner, ForwardMode.DECODE, reqs, tokens, positions, out_cache_loc, positions, [1] * len(reqs)
-        )
+        batch = self.build(reqs, [r.output_ids[-1] for r in reqs])
         deltas = self.sampling.advance(reqs, self.runner.forward(batch))
         self.running = [r for r in reqs if not r.finished]
         return deltas, [r for r in reqs if r.finished]
+
+    def build(self, reqs: list[Req], tokens: list[int]) -> ForwardBatch:
+        """The decode batch of ``reqs`` (``tokens``: their input tokens), one new KV slot each."""
+        positions = [r.kv_len for r in reqs]
+        out_cache_loc = self.kv.extend(reqs, [1] * len(reqs))
+        return forward_batch(
+            self.runner, ForwardMode.DECODE, reqs, tokens, positions, out_cache_loc, positions, [1] * len(reqs)
+        )

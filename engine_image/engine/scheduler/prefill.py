@@ -11,10 +11,11 @@ from collections import deque
 
 import torch
 
-from engine.core.forward_batch import ForwardMode
+from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.ipc.finish_reason import FinishReason
 from engine.ipc.messages import RequestDelta
 from engine.runtime.model_runner import ModelRunner
+from engine.sampling.sampler import SampleOutput
 from engine.scheduler.admission import AddResult, PrefillAdder, PrefillPlan
 from engine.scheduler.batch import forward_batch
 from engine.scheduler.outputs import request_delta
@@ -110,6 +111,16 @@ class Prefill:
     def run(self, plan: PrefillPlan) -> tuple[list[RequestDelta], list[Req]]:
         """One extend forward over ``plan``; the deltas, and the requests whose whole prompt
         is now in the pool (finished, or ready to decode)."""
+        logits = self.runner.forward(self.build(plan))
+        to_sample = self.to_sample(plan)
+        sampled = None
+        if to_sample:
+            lens = [len(r.output_ids) for r in to_sample]
+            sampled = self.sampling.sample(to_sample, logits[self.sample_rows(plan, to_sample)], lens)
+        return self.complete(plan, to_sample, sampled)
+
+    def build(self, plan: PrefillPlan) -> ForwardBatch:
+        """The extend batch of ``plan``, its new tokens' KV slots allocated."""
         tokens: list[int] = []
         positions: list[int] = []
         prefix_lens: list[int] = []
@@ -119,10 +130,24 @@ class Prefill:
             positions += range(start, start + n)
             prefix_lens.append(start)
         out_cache_loc = self.kv.extend(plan.reqs, plan.extend_lens)
-        batch = forward_batch(
+        return forward_batch(
             self.runner, ForwardMode.EXTEND, plan.reqs, tokens, positions, out_cache_loc, prefix_lens, plan.extend_lens
         )
-        logits = self.runner.forward(batch)
+
+    @staticmethod
+    def to_sample(plan: PrefillPlan) -> list[Req]:
+        """The requests of a built ``plan`` whose whole prompt is in the pool and that generate."""
+        return [r for r in plan.reqs if not r.is_prefilling and r.max_new_tokens > 0]
+
+    def sample_rows(self, plan: PrefillPlan, to_sample: list[Req]) -> torch.Tensor:
+        """The rows of the extend logits that belong to ``to_sample``."""
+        return torch.tensor([plan.reqs.index(r) for r in to_sample], device=self.runner.device)
+
+    def complete(
+        self, plan: PrefillPlan, to_sample: list[Req], sampled: SampleOutput | None
+    ) -> tuple[list[RequestDelta], list[Req]]:
+        """After the forward of ``plan``: the prompt KV joins the tree and the sampled first
+        tokens are recorded; the deltas, and the requests whose whole prompt is in the pool."""
         for req in plan.reqs:
             self.kv.cache_prefilled(req)
             if req.is_prefilling and req is not self.chunked:
@@ -134,8 +159,6 @@ class Prefill:
                 req.finish_reason = FinishReason("length", length=0)
                 if req.emit_output:
                     deltas.append(request_delta(req, [], [], []))
-        to_sample = [r for r in prefilled if r.max_new_tokens > 0]
-        if to_sample:
-            rows = torch.tensor([plan.reqs.index(r) for r in to_sample], device=self.runner.device)
-            deltas += self.sampling.advance(to_sample, logits[rows])
+        if sampled is not None:
+            deltas += self.sampling.record(to_sample, sampled)
         return deltas, prefilled

@@ -65,5 +65,6 @@ class Req:
 
     def future_tokens(self) -> int:
         """KV slots this request may still need: the rest of its prompt plus its outputs."""
-        prompt_left = len(self.input_ids) - self.kv_len
+        # NOTE: a decoding request's kv_len is past its prompt: no prompt left, not a negative count.
+        prompt_left = max(0, len(self.input_ids) - self.kv_len)
         return prompt_left + self.max_new_tokens - len(self.output_ids)

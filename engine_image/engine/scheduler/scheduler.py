@@ -2,7 +2,8 @@
 
 A step runs one model forward: a prefill batch (``Prefill``) if one can be formed, else a
 decode batch (``Decode``); both sample through ``TokenSampling``, whose ``FinishRules`` end
-requests. ``RequestKV`` is the only writer of the KV memory (allocator, request table,
+requests. With ``--enable-overlap-schedule`` the next step is built while the forward runs
+(``OverlapSchedule``). ``RequestKV`` is the only writer of the KV memory (allocator, request table,
 radix tree). The offline ``Engine`` and the server's scheduler process both drive ``step``.
 """
 
@@ -21,6 +22,7 @@ from engine.scheduler.finish import DecodeText, FinishRules
 from engine.scheduler.grammar_queue import GrammarQueue
 from engine.scheduler.new_request import new_request
 from engine.scheduler.outputs import StepOutputs
+from engine.scheduler.overlap import OverlapSchedule
 from engine.scheduler.prefill import Prefill
 from engine.scheduler.request import Req
 from engine.scheduler.request_kv import RequestKV
@@ -50,6 +52,11 @@ class Scheduler:
         self.sampling = TokenSampling(runner.device, FinishRules(decode_text), grammar_mask)
         self.prefill = Prefill(runner, self.kv, self.sampling)
         self.decode = Decode(runner, self.kv, self.sampling)
+        self.overlap = (
+            OverlapSchedule(runner, self.prefill, self.decode, self.sampling, self._finish)
+            if runner.config.enable_overlap_schedule
+            else None
+        )
         self.model_path = runner.config.model_path
         self.weight_version = 1
 
@@ -101,6 +108,10 @@ class Scheduler:
 
     def abort(self, rid: str) -> bool:
         """Ends a request wherever it is and frees its KV; False if it is unknown."""
+        if self.overlap is not None:
+            # NOTE: the request may be in the step in flight: that step is resolved first.
+            self.overlap.sync()
+            self.overlap.drop_outputs(rid)
         if self.grammar_queue is not None and self.grammar_queue.remove(rid):
             return True
         if self.prefill.remove_queued(rid):
@@ -116,7 +127,13 @@ class Scheduler:
 
     @property
     def is_idle(self) -> bool:
-        return not (self.prefill or self.decode or self.grammar_queue)
+        return not (self.prefill or self.decode or self.grammar_queue or self.overlap)
+
+    def sync(self) -> None:
+        """With the overlap scheduler, waits for the step in flight and resolves it (its
+        outputs come with the next ``step``): the model is then free for another forward."""
+        if self.overlap is not None:
+            self.overlap.sync()
 
     def pause_admission(self) -> None:
         """Admits nothing new until ``resume_admission``: in-flight requests drain."""
@@ -169,6 +186,9 @@ class Scheduler:
             ready, outputs.refused = self.grammar_queue.pop_done(0.0 if busy else GRAMMAR_WAIT_S)
             for group in ready:
                 self.prefill.enqueue_group(group)
+        if self.overlap is not None:
+            self.overlap.step(outputs)
+            return outputs
         plan = self.prefill.plan(self.decode.running)
         if plan.reqs:
             deltas, prefilled = self.prefill.run(plan)

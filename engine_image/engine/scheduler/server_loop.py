@@ -93,6 +93,8 @@ class SchedulerServer:
         self._settle_controls()
         if self.forward_only and self.pending_update is None:
             self.heap_trimmed = False
+            # NOTE: the forward-only model runs on this thread: no generation step may be in flight.
+            self.scheduler.sync()
             output = self.forward_only.run_once()
             if output is not None:
                 self._reply(output)

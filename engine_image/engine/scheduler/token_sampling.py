@@ -8,7 +8,7 @@ from engine.constrained import GrammarLogitsMask
 from engine.ipc.messages import LogprobPair, RequestDelta
 from engine.sampling.batch_info import SamplingBatchInfo
 from engine.sampling.penalties import cumulate_batch
-from engine.sampling.sampler import Sampler
+from engine.sampling.sampler import SampleOutput, Sampler
 from engine.scheduler.finish import FinishRules
 from engine.scheduler.outputs import request_delta
 from engine.scheduler.request import Req
@@ -24,9 +24,13 @@ class TokenSampling:
     def advance(self, reqs: list[Req], logits: torch.Tensor) -> list[RequestDelta]:
         """Appends one token to each request (row ``i`` of ``logits`` is ``reqs[i]``'s); the
         deltas of those that emit output."""
-        info = SamplingBatchInfo.from_params(
-            [r.params for r in reqs], self.device, logits.shape[-1], [len(r.output_ids) for r in reqs]
-        )
+        return self.record(reqs, self.sample(reqs, logits, [len(r.output_ids) for r in reqs]))
+
+    def sample(self, reqs: list[Req], logits: torch.Tensor, output_lens: list[int]) -> SampleOutput:
+        """The device half of ``advance``: chooses each row's token and updates the penalty
+        state; reads no request's outputs (``output_lens[i]``: the tokens ``reqs[i]`` will have
+        generated before this one), so the overlap scheduler runs it on its forward thread."""
+        info = SamplingBatchInfo.from_params([r.params for r in reqs], self.device, logits.shape[-1], output_lens)
         want_logprob = any(r.return_logprob for r in reqs)
         if self.grammar_mask is not None and any(r.grammar for r in reqs):
             self.grammar_mask.apply(logits, [r.grammar for r in reqs])
@@ -39,6 +43,10 @@ class TokenSampling:
         )
         if info.has_penalties:
             cumulate_batch([r.penalty_state for r in reqs], result.next_token_ids)
+        return result
+
+    def record(self, reqs: list[Req], result: SampleOutput) -> list[RequestDelta]:
+        """The host half of ``advance``: appends the chosen tokens and applies the finish rules."""
         next_ids: list[int] = result.next_token_ids.tolist()
         logprobs: list[float] | None = result.logprobs.tolist() if result.logprobs is not None else None
         deltas = []

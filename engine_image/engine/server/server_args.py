@@ -48,6 +48,7 @@ class ServerArgs:
     batch_notify_size: int = 16
     tokenizer_worker_num: int = 1
     tp_size: int = 1
+    enable_overlap_schedule: bool = False
 
     @property
     def model_name(self) -> str:
@@ -71,6 +72,7 @@ class ServerArgs:
             random_seed=self.random_seed,
             is_embedding=self.is_embedding,
             tp_size=self.tp_size,
+            enable_overlap_schedule=self.enable_overlap_schedule,
         )
 
     def public_dict(self) -> dict[str, Any]:
@@ -124,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer-worker-num", type=int, default=1)
     # NOTE: tensor parallelism: the model sharded over N processes (engine/distributed).
     p.add_argument("--tp-size", type=int, default=1)
+    # NOTE: SGLang's overlap scheduler: step n+1 is built while step n's forward runs (off by default).
+    p.add_argument("--enable-overlap-schedule", action="store_true")
     return p
 
 

@@ -17,6 +17,12 @@ def smol_engine(smollm2_dir: Path) -> Engine:
 
 
 @pytest.fixture(scope="session")
+def smol_overlap_engine(smollm2_dir: Path) -> Engine:
+    """``smol_engine`` with the overlap scheduler on."""
+    return Engine(str(smollm2_dir), max_total_tokens=16384, chunked_prefill_size=4096, enable_overlap_schedule=True)
+
+
+@pytest.fixture(scope="session")
 def hf_smol(smollm2_dir: Path) -> PreTrainedModel:
     return AutoModelForCausalLM.from_pretrained(str(smollm2_dir), dtype=torch.float32).eval()
 

@@ -1,4 +1,5 @@
-"""The engine's greedy tokens and log-probs equal transformers' on the same weights (fp32)."""
+"""The engine's greedy tokens and log-probs equal transformers' on the same weights (fp32), with
+the overlap scheduler off and on."""
 
 from __future__ import annotations
 
@@ -80,9 +81,11 @@ def _check(result: dict, ref: tuple[list[int], list[float]]) -> None:
     assert ours == pytest.approx(logprobs, abs=1e-3)
 
 
-def test_batched_greedy_equals_transformers(smol_engine: Engine, reference: list) -> None:
-    results = smol_engine.generate(
-        input_ids=_prompts(smol_engine),
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlap-schedule"])
+def test_batched_greedy_equals_transformers(overlap: bool, request: pytest.FixtureRequest, reference: list) -> None:
+    engine: Engine = request.getfixturevalue("smol_overlap_engine" if overlap else "smol_engine")
+    results = engine.generate(
+        input_ids=_prompts(engine),
         sampling_params={"temperature": 0, "max_new_tokens": MAX_NEW},
         return_logprob=True,
     )

@@ -1,6 +1,7 @@
 """--tp-size N on CPU (gloo): tiny random-weight Llama and Qwen2 checkpoints served by real
 servers at N ranks give the greedy tokens and log-probs of the same engine at one rank, with
-the radix cache on; one worker killed takes the whole server down; bad values fail at once.
+the radix cache on (the Qwen2 server with the overlap scheduler); one worker killed takes the
+whole server down; bad values fail at once.
 
 Tolerance: log-probs within 1e-4 (absolute). Sharded matmuls and the all-reduce sum fp32
 partial products in another order than one rank does; on these models they differ by ~1e-6.
@@ -13,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +26,7 @@ from transformers import LlamaConfig, Qwen2Config
 
 from engine.engine import Engine
 from tests.engine.models.conftest import TINY_SHAPE, build_checkpoint
+from tests.engine.server.conftest import fetch_server_info
 from tests.support.engine_process import EngineServer, start_engine_server
 
 pytestmark = pytest.mark.slow
@@ -47,7 +50,9 @@ MODELS: dict[str, tuple[type, dict[str, Any]]] = {
     "qwen2": (Qwen2Config, {"tie_word_embeddings": True}),
 }
 # NOTE: two servers, not every (model, size) pair: each rank is a process importing torch.
+# The Qwen2 one runs the overlap scheduler: its forward thread drives the workers' steps.
 SERVED = [("llama", 3), ("qwen2", 2)]
+OVERLAP = {("qwen2", 2)}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +75,8 @@ def servers(
     def start(served: tuple[str, int]) -> EngineServer:
         name, tp = served
         log = logs / f"{name}-tp{tp}.log"
-        return start_engine_server(checkpoints[name], log, [*flags, f"--tp-size={tp}", "--skip-server-warmup"])
+        overlap = ["--enable-overlap-schedule"] if served in OVERLAP else []
+        return start_engine_server(checkpoints[name], log, [*flags, *overlap, f"--tp-size={tp}", "--skip-server-warmup"])
 
     with ThreadPoolExecutor(len(SERVED)) as pool:
         futures = {served: pool.submit(start, served) for served in SERVED}
@@ -151,6 +157,33 @@ def test_bad_tp_size_fails_at_once(checkpoints: dict[str, Path], tmp_path: Path)
         assert result.returncode != 0
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and reason in lines[0], result.stderr
+
+
+def test_disconnect_mid_stream_frees_everything_with_the_overlap_scheduler(
+    servers: dict[tuple[str, int], EngineServer],
+) -> None:
+    """The client leaves while its request's step is in flight: the request ends, every KV slot
+    returns to the pool or the radix tree, and the tree empties on a flush."""
+    server = servers[("qwen2", 2)]
+    params = {"max_new_tokens": 120, "temperature": 0, "ignore_eos": True}
+    body = {"input_ids": PROMPTS[0], "stream": True, "sampling_params": params}
+    with server.client() as own, own.stream("POST", "/generate", json=body) as stream:
+        assert stream.status_code == 200
+        chunks = 0
+        for line in stream.iter_lines():
+            chunks += line.startswith("data:")
+            if chunks == 2:
+                break
+    # The connection is closed here, mid-stream.
+    with server.client() as client:
+        deadline = time.monotonic() + 60
+        while (info := fetch_server_info(client))["num_running_reqs"] or (
+            info["kv_pool_used_tokens"] != info["radix_cache_tokens"]
+        ):
+            assert time.monotonic() < deadline, info
+            time.sleep(0.2)
+        assert client.post("/flush_cache").status_code == 200
+        assert fetch_server_info(client)["kv_pool_used_tokens"] == 0
 
 
 def test_killing_a_worker_ends_the_server(servers: dict[tuple[str, int], EngineServer]) -> None:

@@ -7,7 +7,7 @@ import torch
 
 pytest.importorskip("triton", reason="triton is not installed (the dev extra installs it)")
 
-from engine.kernels.triton.decode_attention import decode_attention
+from engine.kernels.triton.decode_attention import decode_attention, decode_num_splits
 from tests.engine.kernels.batches import attention_case
 from tests.engine.kernels.conftest import DEVICE, tolerance
 
@@ -21,8 +21,9 @@ def _dense_reference(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     return torch.einsum("hl,lhd->hd", weights, values)
 
 
-# NOTE: 1 split (no reduce work), 3 (uneven chunks), 8 with 2-key requests (empty splits).
-@pytest.mark.parametrize("num_splits", [1, 3, 8])
+# NOTE: 1 split (no reduce work), 3 (uneven chunks), 8 and 16 (the most decode_num_splits
+# picks) with 2-key requests (empty splits).
+@pytest.mark.parametrize("num_splits", [1, 3, 8, 16])
 def test_splits_merge_to_the_dense_softmax(num_splits: int) -> None:
     num_heads, num_kv_heads, head_dim = 4, 2, 16
     case = attention_case([1, 20], [1, 1], num_heads, num_kv_heads, head_dim, torch.float32, DEVICE)
@@ -39,3 +40,12 @@ def test_splits_merge_to_the_dense_softmax(num_splits: int) -> None:
         expected = _dense_reference(case.q[i], k_buffer[slots], v_buffer[slots], scale)
         torch.testing.assert_close(out[i].double(), expected, **tolerance(torch.float32))
     assert torch.isfinite(out).all()
+
+
+def test_split_count_follows_batch_context_and_sm_count() -> None:
+    # NOTE: an H200 (132 SMs), 2 KV heads (Qwen2.5-0.5B), a 32k-token request table.
+    assert decode_num_splits(1, 2, 32769, 132) == 16  # batch 1: as many splits as allowed
+    assert decode_num_splits(32, 2, 32769, 132) == 5  # ceil(264 / 64)
+    assert decode_num_splits(128, 2, 32769, 132) == 2
+    assert decode_num_splits(1, 2, 200, 132) == 2  # a short context: ceil(200 / 128) splits
+    assert decode_num_splits(4, 8, 4097, 1) == 1  # the interpreter's one "SM"

@@ -21,6 +21,23 @@ from engine.kernels.triton.logit_cap import cap_logits
 
 # NOTE: tl.dot needs at least 16 rows: a GQA group (often 1..8 heads) is padded up to it.
 _MIN_DOT_ROWS = 16
+# NOTE: a split reads at least this many keys of the longest context the batch may hold.
+_MIN_SPLIT_KEYS = 128
+_MAX_SPLITS = 16
+
+
+def decode_num_splits(batch_size: int, num_kv_heads: int, max_context: int, sm_count: int) -> int:
+    """The split count of a decode launch: enough (request, KV head, split) programs for two
+    per SM, no more splits than ``max_context`` keys fill at ``_MIN_SPLIT_KEYS`` each, at
+    most ``_MAX_SPLITS`` (the reduce reads every split).
+
+    NOTE: ``max_context`` is the longest context the batch may hold (the request table's
+    width), not the batch's current longest: a captured CUDA graph replays its split count
+    for every context length, and a split past a request's keys costs one empty program.
+    """
+    fill_sms = -(-2 * sm_count // (batch_size * num_kv_heads))
+    by_context = -(-max_context // _MIN_SPLIT_KEYS)
+    return max(1, min(_MAX_SPLITS, fill_sms, by_context))
 
 
 @triton.jit
