@@ -160,9 +160,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     assert isinstance(features, list)
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{os.cpu_count()} CPUs ({cpu['model']}; {' '.join(features)}), "
-        "shared with other jobs",
-        "command": "nice -n 5 python -m bench.replica_routing " + " ".join(flags),
+        "machine": f"{os.cpu_count()} CPUs ({cpu['model']}; {' '.join(features)})",
+        "command": "python -m bench.replica_routing " + " ".join(flags),
         "policies": policies,
     }
 
