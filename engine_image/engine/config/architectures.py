@@ -26,6 +26,13 @@ SUPPORTED_ARCHITECTURES: tuple[str, ...] = (
     "Gemma3ForCausalLM",
 )
 
+# NOTE: the decoders whose checkpoints hold q/k/v and gate/up as separate tensors of the Llama
+# layer: the quantized (int4, FP8) loader replaces those projections and the tensor-parallel
+# shard plan splits them. Phi-3 stores them fused; Gemma's layer is its own.
+SPLIT_PROJECTION_DECODERS: tuple[str, ...] = (
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+)
+
 # NOTE: sequence-classification models score inputs and never generate text: cross-encoders
 # (rerankers) run on the encoder path, reward models on the decoder path.
 CROSS_ENCODER_ARCHITECTURES: tuple[str, ...] = (

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.config.architectures import SPLIT_PROJECTION_DECODERS
 from engine.core.errors import UnsupportedModelError
 
 FP8_METHODS = ("fp8", "compressed-tensors")
@@ -29,7 +30,6 @@ FP8_BLOCK_SIZES = ((128, 128),)
 FP8_ACTIVATION_SCHEMES = ("dynamic",)
 COMPRESSED_TENSORS_FORMATS = ("float-quantized",)
 COMPRESSED_TENSORS_STRATEGIES = ("tensor", "channel")
-FP8_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def fp8_config(raw: dict[str, Any], architecture: str) -> Fp8Config:
     Raises UnsupportedModelError naming the first thing the engine does not load.
     """
     method = str(raw.get("quant_method", "")).lower()
-    if architecture not in FP8_ARCHITECTURES:
+    if architecture not in SPLIT_PROJECTION_DECODERS:
         raise UnsupportedModelError(f"{method} checkpoints of {architecture} are not supported yet")
     if method == "fp8":
         return _fp8_method(raw)

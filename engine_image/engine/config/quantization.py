@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.config.architectures import SPLIT_PROJECTION_DECODERS
 from engine.config.fp8_quantization import FP8_METHODS, Fp8Config, fp8_config
 from engine.core.errors import UnsupportedModelError
 
@@ -20,9 +21,6 @@ INT4_METHODS = ("awq", "gptq")
 INT4_BITS = 4
 AWQ_VERSIONS = ("gemm",)
 GPTQ_CHECKPOINT_FORMATS = ("gptq",)
-# NOTE: the decoders whose separate q/k/v and gate/up projections the int4 loader replaces
-# (Phi-3 stores them fused; Gemma's layer is its own).
-INT4_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
 # NOTE: -1 is one group per row; the CPU kernels split every group into runs of 32.
 INT4_GROUP_SIZES = (-1, 32, 64, 128)
 
@@ -68,7 +66,7 @@ def quantization_config(raw: Any, architecture: str) -> Int4Config | Fp8Config |
 
 
 def _int4_config(raw: dict[str, Any], method: str, architecture: str) -> Int4Config:
-    if architecture not in INT4_ARCHITECTURES:
+    if architecture not in SPLIT_PROJECTION_DECODERS:
         raise UnsupportedModelError(f"{method} checkpoints of {architecture} are not supported yet")
     bits = raw.get("bits", raw.get("w_bit"))
     if bits != INT4_BITS:

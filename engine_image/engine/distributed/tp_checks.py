@@ -9,11 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.config.architectures import is_classifier, is_encoder
-
-# NOTE: the decoders whose checkpoints the shard plan splits (separate q/k/v and gate/up
-# tensors, the Llama layer); Phi-3 stores them fused and Gemma scales and caps around them.
-SHARDED_ARCHITECTURES = frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"})
+from engine.config.architectures import SPLIT_PROJECTION_DECODERS, is_classifier, is_encoder
 
 
 def tp_problems(model_path: str, tp_size: int, is_embedding: bool) -> list[str]:
@@ -34,7 +30,7 @@ def tp_problems(model_path: str, tp_size: int, is_embedding: bool) -> list[str]:
         return [f"--tp-size {tp_size} serves generation only, not embedding, reward or encoder models"]
     if any(key in text for key in ("num_experts", "num_local_experts")):
         return [f"--tp-size {tp_size} does not shard mixture-of-experts models yet"]
-    unsharded = [name for name in architectures if name not in SHARDED_ARCHITECTURES]
+    unsharded = [name for name in architectures if name not in SPLIT_PROJECTION_DECODERS]
     if unsharded:
         return [f"--tp-size {tp_size} does not shard {unsharded[0]} yet; serve it at --tp-size 1"]
     if text.get("quantization_config"):
