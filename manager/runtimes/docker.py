@@ -13,7 +13,6 @@ sends it), and the model comes from that host's store (runtimes/remote_models.py
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import secrets
 import time
@@ -24,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from docker import DockerClient
 from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
-from docker.types import CancellableStream, DeviceRequest, Mount
+from docker.types import DeviceRequest, Mount
 from requests import RequestException
 
 from manager.images.errors import ImageError
@@ -35,7 +34,6 @@ from manager.runtimes.base import (
     CONTAINER_PORT,
     ENGINE_HOST,
     ContainerSpec,
-    EngineExit,
     EngineHandle,
     EngineSpec,
     Runtime,
@@ -43,6 +41,7 @@ from manager.runtimes.base import (
     container_command,
 )
 from manager.runtimes.container_errors import start_refusal
+from manager.runtimes.container_exits import ContainerExits, exit_code_of
 from manager.runtimes.docker_host import (
     daemon_socket_missing,
     docker_client,
@@ -214,9 +213,9 @@ class DockerRuntime(Runtime):
         container = self._container(handle)
         if container is None or container.status != "exited":
             return None
-        return _exit_code(container.attrs.get("State", {}).get("ExitCode"))
+        return exit_code_of(container.attrs.get("State", {}).get("ExitCode"))
 
-    def exits(self) -> _ContainerExits:
+    def exits(self) -> ContainerExits:
         """Docker's `die` events for our containers of this state root."""
         if daemon_socket_missing():
             raise RuntimeStartError(f"no Docker daemon socket at {docker_host()}")
@@ -226,7 +225,7 @@ class DockerRuntime(Runtime):
             )
         except (DockerException, RequestException) as exc:
             raise RuntimeStartError(f"Docker's events: {exc}") from exc
-        return _ContainerExits(events)
+        return ContainerExits(events, LABEL_ENGINE_ID)
 
     def _ours(self) -> list[str]:
         return [LABEL_ENGINE_ID, f"{LABEL_STATE_ROOT}={self.paths.root}"]
@@ -241,26 +240,6 @@ class DockerRuntime(Runtime):
             return None
 
 
-class _ContainerExits:
-    def __init__(self, events: CancellableStream) -> None:
-        self._events = events
-
-    def __iter__(self) -> Iterator[EngineExit]:
-        """Ends when the daemon goes away (CancellableStream turns a dropped socket into the
-        end) or the stream is closed."""
-        try:
-            for event in self._events:
-                attributes = event.get("Actor", {}).get("Attributes", {})
-                if engine_id := attributes.get(LABEL_ENGINE_ID):
-                    yield EngineExit(engine_id, _exit_code(attributes.get("exitCode")))
-        except (DockerException, RequestException, ValueError):
-            return
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, DockerException):
-            self._events.close()
-
-
 def _on_daemon_host(path: Path) -> Path | PurePosixPath:
     """`path` (of this machine's model store) where the daemon's host has it."""
     if remote_engine_host() is None:
@@ -270,13 +249,6 @@ def _on_daemon_host(path: Path) -> Path | PurePosixPath:
 
 def _container_id(handle: EngineHandle) -> str:
     return str(handle.extra.get("container_id", f"gomgr-{handle.id}"))
-
-
-def _exit_code(value: object) -> int | None:
-    try:
-        return int(str(value))
-    except ValueError:
-        return None
 
 
 def _handle(spec: EngineSpec, container: Container, log_path: Path) -> EngineHandle:
