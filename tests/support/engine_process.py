@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -38,6 +39,30 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# NOTE: below Linux's ephemeral range (32768-60999 by default), so no outgoing connection of a
+# concurrent test takes one of the block's ports between this probe and the engines' bind.
+_BLOCK_PORTS = range(20000, 32000)
+
+
+def free_port_block(count: int) -> int:
+    """The first of `count` consecutive loopback ports that are all free now."""
+    rng = random.Random()
+    for _ in range(200):
+        first = rng.randrange(_BLOCK_PORTS.start, _BLOCK_PORTS.stop - count)
+        if all(_bindable(first + offset) for offset in range(count)):
+            return first
+    raise RuntimeError(f"no {count} consecutive free ports in {_BLOCK_PORTS}")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 @dataclass

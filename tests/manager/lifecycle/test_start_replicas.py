@@ -21,7 +21,7 @@ import pytest
 
 from manager.lifecycle.replicas import OMP_AFFINITY, OMP_THREADS
 from tests.conftest import SMOLLM2_REPO
-from tests.support.engine_process import free_port
+from tests.support.engine_process import free_port_block
 from tests.support.gomgr_env import Env
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ class Replicas:
 
 @pytest.fixture(scope="module")
 def replicas(env: Env) -> Replicas:
-    port = free_port()
+    port = free_port_block(3)
     result = env.gomgr(
         "start", SMOLLM2_REPO, "--replicas", "3", "--port", str(port), "--served-model-name", NAME, "--json"
     )
