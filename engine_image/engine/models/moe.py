@@ -1,7 +1,8 @@
 """The mixture-of-experts MLP of Qwen2-MoE, Qwen3-MoE and Mixtral, and its checkpoint names.
 
 Each token goes to its ``top_k`` experts by softmax routing (renormalised when the model
-says so); Qwen2-MoE adds a shared expert whose output a sigmoid gate scales.
+says so); Qwen2-MoE adds a shared expert whose output a sigmoid gate scales. Small batches
+on CUDA compute the experts capture-safely (``moe_static``), so decode runs in CUDA graphs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from torch import nn
 
 from engine.config.model_config import MoeConfig
 from engine.models.expert_distribution import ExpertDistributionRecorder
+from engine.models.moe_static import ExpertKernel, dense_experts, expert_kernel, gathered_experts
 
 # (expert, part) of a per-expert checkpoint tensor; part 0 gate, 1 up (both in our
 # ``gate_up_proj``), 2 down (``down_proj``).
@@ -99,11 +101,23 @@ class SparseMoeBlock(nn.Module):
         self.recorder: ExpertDistributionRecorder | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_with(
+            x, expert_kernel(x.shape[0], self.top_k, self.experts.num_experts, x.device)
+        )
+
+    def forward_with(self, x: torch.Tensor, kernel: ExpertKernel) -> torch.Tensor:
+        """The block's output with the routed experts computed by ``kernel``."""
         weights, expert_ids = route(self.gate(x), self.top_k, self.norm_topk_prob)
-        counts = torch.bincount(expert_ids.flatten(), minlength=self.experts.num_experts)
         if self.recorder is not None:
-            self.recorder.record(self.layer_id, counts)
-        out: torch.Tensor = self.experts(x, expert_ids, weights, counts.tolist())
+            self.recorder.record(self.layer_id, expert_ids)
+        experts = self.experts
+        out: torch.Tensor
+        if kernel == "routed":
+            counts = torch.bincount(expert_ids.flatten(), minlength=experts.num_experts)
+            out = experts(x, expert_ids, weights, counts.tolist())
+        else:
+            static = gathered_experts if kernel == "gather" else dense_experts
+            out = static(x, experts.gate_up_proj, experts.down_proj, expert_ids, weights)
         if self.shared_expert is not None and self.shared_expert_gate is not None:
             out = out + torch.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
         return out

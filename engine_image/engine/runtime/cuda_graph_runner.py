@@ -4,7 +4,8 @@ A decode batch is padded up to the nearest captured size: padded rows read reque
 with one key, write their K/V to the dummy slot 0 and their logits are dropped. Batches
 larger than every captured size run eagerly. Only the model runner builds this, and only
 on CUDA with a backend whose decode path is capture-safe (no host syncs, shapes that
-depend on the batch size alone).
+depend on the batch size alone); a MoE model's experts are (``models/moe_static``), and its
+expert-distribution recorder counts each replay's real rows after the replay.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 from engine.attention.base import AttentionBackend
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.memory import KVPool
+from engine.models.expert_distribution import ExpertDistributionRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +49,10 @@ class CudaGraphRunner:
         req_to_token: torch.Tensor,
         batch_sizes: list[int],
         device: torch.device,
+        expert_recorder: ExpertDistributionRecorder | None = None,
     ) -> None:
         self.model = model
+        self.expert_recorder = expert_recorder
         self.backend = backend
         self.kv_pool = kv_pool
         self.req_to_token = req_to_token
@@ -64,6 +68,8 @@ class CudaGraphRunner:
         self.seq_lens = torch.ones(max_bs, dtype=torch.int64, device=device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
+        # NOTE: per graph, each MoE layer's [bs, top_k] expert choices, which replay refills.
+        self.expert_choices: dict[int, dict[int, torch.Tensor]] = {}
         # NOTE: torch's own name for a graph memory pool handle; annotations are never evaluated.
         self._pool: torch.cuda._POOL_HANDLE | None = None
         # NOTE: largest first, so smaller graphs reuse the memory pool the largest reserved.
@@ -92,6 +98,9 @@ class CudaGraphRunner:
             self.req_pool_indices[bs:padded].zero_()
             self.seq_lens[bs:padded].fill_(1)
         self.graphs[padded].replay()
+        recorder = self.expert_recorder
+        if recorder is not None and recorder.recording:
+            recorder.record_replay(self.expert_choices[padded], bs)
         return self.outputs[padded][:bs]
 
     def _static_batch(self, bs: int) -> ForwardBatch:
@@ -112,6 +121,15 @@ class CudaGraphRunner:
         )
 
     def _capture(self, bs: int) -> None:
+        if self.expert_recorder is None:
+            self._capture_graph(bs)
+            return
+        # NOTE: warm-ups and capture are never counted, even while a recording runs.
+        with self.expert_recorder.capturing() as choices:
+            self._capture_graph(bs)
+        self.expert_choices[bs] = choices
+
+    def _capture_graph(self, bs: int) -> None:
         batch = self._static_batch(bs)
         # NOTE: eager warm-up runs compile the Triton kernels and set up cuBLAS workspaces,
         # neither of which may happen during capture.

@@ -178,15 +178,12 @@ class ModelRunner:
         """Decode graphs on CUDA unless disabled; None (eager) everywhere else."""
         if self.device.type != "cuda" or self.config.disable_cuda_graph:
             return None
-        if self.model_config.moe is not None:
-            logger.info("CUDA graphs off: MoE routing picks each expert's tokens on the host")
-            return None
         if not self.attention.cuda_graph_safe:
             logger.info("CUDA graphs off: the %s attention backend cannot be captured", type(self.attention).__name__)
             return None
         return CudaGraphRunner(
             self.model, self.attention, self.kv_pool, self.req_to_token_pool.req_to_token,
-            capture_batch_sizes(self.config.max_running_requests), self.device,
+            capture_batch_sizes(self.config.max_running_requests), self.device, self.expert_recorder,
         )
 
     def _context_length(self) -> int:
