@@ -1,9 +1,9 @@
-"""One decode step's sampling parameters as batched tensors."""
+"""One decode step's sampling parameters as batched tensors, built once per batch composition."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -85,6 +85,35 @@ class SamplingBatchInfo:
             vocab_size=vocab_size,
             logit_bias=BatchLogitBias.from_params(params, device),
         )
+
+
+class SamplingBatchInfoCache:
+    """The ``SamplingBatchInfo`` of the last batch composition (the same params objects in
+    the same rows), reused while it lasts: a decode batch keeps its requests for many steps,
+    and each of the info's tensors is a host-to-device copy, which on CUDA waits for the
+    stream (the forward just queued). Only seeded rows' generators follow the step."""
+
+    def __init__(self, device: torch.device | str) -> None:
+        self.device = device
+        self._params: list[SamplingParams] = []
+        self._info: SamplingBatchInfo | None = None
+
+    def get(self, params: list[SamplingParams], vocab_size: int, output_lens: Sequence[int]) -> SamplingBatchInfo:
+        """As ``SamplingBatchInfo.from_params(params, device, vocab_size, output_lens)``."""
+        info = self._info
+        same = (
+            info is not None
+            and info.vocab_size == vocab_size
+            and len(params) == len(self._params)
+            and all(p is q for p, q in zip(params, self._params))
+        )
+        if info is None or not same:
+            self._params = list(params)
+            self._info = SamplingBatchInfo.from_params(params, self.device, vocab_size, output_lens)
+            return self._info
+        if any(g is not None for g in info.generators):
+            return replace(info, generators=make_generators(params, output_lens, self.device))
+        return info
 
 
 def _effective_top_k(top_k: int, vocab_size: int) -> int:

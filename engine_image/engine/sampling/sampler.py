@@ -25,6 +25,24 @@ class SampleOutput:
     next_token_ids: torch.Tensor  # [B] int64
     logprobs: torch.Tensor | None
     top_logprobs: list[tuple[list[int], list[float]]] | None
+    # Set by ``to_host`` on CUDA: recorded once the copies to the host have run.
+    copied: torch.cuda.Event | None = None
+
+    def to_host(self) -> SampleOutput:
+        """This output with its tensors in (pinned) host memory, copied without waiting:
+        ``wait_on_host`` before reading them. Host tensors come back as they are."""
+        if self.next_token_ids.device.type != "cuda":
+            return self
+        ids = _copy_to_host(self.next_token_ids)
+        logprobs = _copy_to_host(self.logprobs) if self.logprobs is not None else None
+        copied = torch.cuda.Event()
+        copied.record()
+        return SampleOutput(ids, logprobs, self.top_logprobs, copied)
+
+    def wait_on_host(self) -> None:
+        """Waits for ``to_host``'s copies (only those: not for work queued after them)."""
+        if self.copied is not None:
+            self.copied.synchronize()
 
 
 class Sampler:
@@ -110,3 +128,8 @@ def _top_logprobs(
     values, ids = all_logprobs.topk(k, dim=-1, sorted=True)
     id_rows, value_rows = ids.tolist(), values.tolist()
     return [(id_rows[r][:n], value_rows[r][:n]) for r, n in enumerate(nums)]
+
+
+def _copy_to_host(tensor: torch.Tensor) -> torch.Tensor:
+    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    return host.copy_(tensor, non_blocking=True)

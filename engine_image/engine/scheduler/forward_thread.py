@@ -3,7 +3,9 @@ while the scheduler thread builds the next step (SGLang's TpModelWorkerClient).
 
 A step's input token that was not sampled yet is a placeholder: ``-(i + 1)`` stands for
 entry ``i`` of ``FutureTokens``, which the step that samples it writes and the next step
-reads, both on this thread, so the host never waits for a token to build a batch.
+reads, both on this thread, so the host never waits for a token to build a batch. The
+sampled tokens go to the host in one copy queued right after the sampling, which the
+scheduler thread waits for alone, not for the next step's forward queued behind it.
 """
 
 from __future__ import annotations
@@ -34,10 +36,15 @@ class FutureTokens:
         self.device = device
         self._next = 0
 
-    def reserve(self, n: int) -> list[int]:
-        entries = [(self._next + i) % self.capacity for i in range(n)]
-        self._next = (self._next + n) % self.capacity
-        return entries
+    def reserve(self, n: int) -> tuple[list[int], torch.Tensor]:
+        """The next ``n`` entries, as a host list and as a device tensor."""
+        start = self._next
+        entries = [(start + i) % self.capacity for i in range(n)]
+        self._next = (start + n) % self.capacity
+        # NOTE: made on the device, not copied from the list: a host-to-device copy from
+        # pageable memory waits for the stream, i.e. for the forward in flight.
+        on_device = torch.arange(start, start + n, dtype=torch.int64, device=self.device).remainder_(self.capacity)
+        return entries, on_device
 
     @staticmethod
     def placeholder(entry: int) -> int:
@@ -81,4 +88,4 @@ class ForwardThread:
             logits = logits[job.sample_rows]
         result = self.sampling.sample(job.sampled, logits, job.output_lens)
         self.future.buffer[job.entries] = result.next_token_ids
-        return result
+        return result.to_host()

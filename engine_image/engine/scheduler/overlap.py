@@ -127,15 +127,8 @@ class OverlapSchedule:
         output_lens: list[int],
         plan: PrefillPlan | None,
     ) -> InFlight:
-        entries = self.future.reserve(len(sampled))
-        job = StepJob(
-            batch,
-            self.runner.take_table_writes(),
-            sampled,
-            rows,
-            output_lens,
-            torch.tensor(entries, dtype=torch.int64, device=self.future.device),
-        )
+        entries, device_entries = self.future.reserve(len(sampled))
+        job = StepJob(batch, self.runner.take_table_writes(), sampled, rows, output_lens, device_entries)
         return InFlight(mode, self.thread.submit(job), reqs, sampled, dict(zip(sampled, entries, strict=True)), plan)
 
     # ------------------------------------------------------------------ resolving
@@ -144,6 +137,8 @@ class OverlapSchedule:
         """Reads ``job``'s tokens and advances its requests; ``self.in_flight`` is the step
         launched after it (None if none)."""
         sampled = job.result.result()
+        if sampled is not None:
+            sampled.wait_on_host()
         if job.plan is not None:
             deltas, prefilled = self.prefill.complete(job.plan, job.sampled, sampled)
             ended = [r for r in prefilled if r.finished]

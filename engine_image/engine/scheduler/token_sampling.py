@@ -6,7 +6,7 @@ import torch
 
 from engine.constrained import GrammarLogitsMask
 from engine.ipc.messages import LogprobPair, RequestDelta
-from engine.sampling.batch_info import SamplingBatchInfo
+from engine.sampling.batch_info import SamplingBatchInfoCache
 from engine.sampling.penalties import cumulate_batch
 from engine.sampling.sampler import SampleOutput, Sampler
 from engine.scheduler.finish import FinishRules
@@ -20,6 +20,7 @@ class TokenSampling:
         self.finish_rules = finish_rules
         self.grammar_mask = grammar_mask
         self.sampler = Sampler()
+        self.infos = SamplingBatchInfoCache(device)
 
     def advance(self, reqs: list[Req], logits: torch.Tensor) -> list[RequestDelta]:
         """Appends one token to each request (row ``i`` of ``logits`` is ``reqs[i]``'s); the
@@ -30,7 +31,7 @@ class TokenSampling:
         """The device half of ``advance``: chooses each row's token and updates the penalty
         state; reads no request's outputs (``output_lens[i]``: the tokens ``reqs[i]`` will have
         generated before this one), so the overlap scheduler runs it on its forward thread."""
-        info = SamplingBatchInfo.from_params([r.params for r in reqs], self.device, logits.shape[-1], output_lens)
+        info = self.infos.get([r.params for r in reqs], logits.shape[-1], output_lens)
         want_logprob = any(r.return_logprob for r in reqs)
         if self.grammar_mask is not None and any(r.grammar for r in reqs):
             self.grammar_mask.apply(logits, [r.grammar for r in reqs])
