@@ -77,6 +77,17 @@ class ReqToTokenPool:
         if self._journal is not None:
             self._journal.append((idx, start, slots.tolist()))
 
+    def write_each(
+        self, rows: list[int], positions: list[int], slots: torch.Tensor, on_device: tuple[torch.Tensor, torch.Tensor]
+    ) -> None:
+        """Set ``req_to_token[rows[i], positions[i]] = slots[i]`` for every ``i``, in one write
+        indexed by ``on_device``: ``rows`` and ``positions`` on the table's device already."""
+        if positions and (min(positions) < 0 or max(positions) >= self.max_context_len):
+            raise ValueError(f"positions {min(positions)}..{max(positions)} exceed max_context_len {self.max_context_len}")
+        self.req_to_token[on_device] = slots
+        if self._journal is not None:
+            self._journal += [(row, pos, [slot]) for row, pos, slot in zip(rows, positions, slots.tolist(), strict=True)]
+
     def clear(self) -> None:
         """Mark every row free again."""
         # NOTE: reversed so that ``list.pop()`` (O(1), from the end) hands out row 0 first.

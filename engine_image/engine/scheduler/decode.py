@@ -40,7 +40,9 @@ class Decode:
     def build(self, reqs: list[Req], tokens: list[int]) -> ForwardBatch:
         """The decode batch of ``reqs`` (``tokens``: their input tokens), one new KV slot each."""
         positions = [r.kv_len for r in reqs]
-        out_cache_loc = self.kv.extend(reqs, [1] * len(reqs))
-        return forward_batch(
+        out_cache_loc = self.kv.extend_decode(reqs)
+        batch = forward_batch(
             self.runner, ForwardMode.DECODE, reqs, tokens, positions, out_cache_loc, positions, [1] * len(reqs)
         )
+        self.kv.write_decode(reqs, batch)
+        return batch

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
+from engine.core.forward_batch import ForwardBatch
 from engine.ipc.scheduler_stats import KVCacheStats
 from engine.memory import RadixCache
 from engine.runtime.model_runner import ModelRunner
@@ -58,10 +59,7 @@ class RequestKV:
     def extend(self, reqs: Sequence[Req], lens: Sequence[int]) -> torch.Tensor:
         """Gives each request ``lens[i]`` new slots after its KV (recorded in its table row,
         ``kv_len`` advanced); returns them in batch order, the forward's ``out_cache_loc``."""
-        slots = self._alloc(sum(lens))
-        if slots is None:
-            # NOTE: admission reserves every request's future tokens, so this is a bug.
-            raise RuntimeError(f"KV pool exhausted: needed {sum(lens)}, {self.allocator.available_size()} free")
+        slots = self._reserved(sum(lens))
         offset = 0
         for req, n in zip(reqs, lens, strict=True):
             assert req.req_pool_idx is not None, "a request in a batch holds a request row"
@@ -69,6 +67,22 @@ class RequestKV:
             req.kv_len += n
             offset += n
         return slots
+
+    def extend_decode(self, reqs: Sequence[Req]) -> torch.Tensor:
+        """``extend`` by one slot each, for a decode step, but the table is written by
+        ``write_decode`` once the batch is built (its rows and positions on the device)."""
+        slots = self._reserved(len(reqs))
+        for req in reqs:
+            req.kv_len += 1
+        return slots
+
+    def write_decode(self, reqs: Sequence[Req], batch: ForwardBatch) -> None:
+        """Records ``extend_decode``'s slots in the request table: one write for the batch
+        instead of one per request."""
+        rows = [r.req_pool_idx for r in reqs if r.req_pool_idx is not None]
+        assert len(rows) == len(reqs), "a request in a batch holds a request row"
+        positions = [r.kv_len - 1 for r in reqs]
+        self.table.write_each(rows, positions, batch.out_cache_loc, (batch.req_pool_indices, batch.positions))
 
     def cache_prefilled(self, req: Req) -> None:
         """Shares the prompt KV computed so far through the tree, right after the prefill step.
@@ -146,6 +160,14 @@ class RequestKV:
             radix_cache_tokens=self.tree.total_size(),
             radix_cache_evictable_tokens=self.tree.evictable_size(),
         )
+
+    def _reserved(self, n: int) -> torch.Tensor:
+        """``n`` slots that admission reserved for running requests."""
+        slots = self._alloc(n)
+        if slots is None:
+            # NOTE: admission reserves every request's future tokens, so this is a bug.
+            raise RuntimeError(f"KV pool exhausted: needed {n}, {self.allocator.available_size()} free")
+        return slots
 
     def _alloc(self, n: int) -> torch.Tensor | None:
         """``n`` free slots, evicting unlocked tree leaves when the pool is short."""

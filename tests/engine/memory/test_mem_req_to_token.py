@@ -42,6 +42,20 @@ def test_write_sets_a_range_of_a_row() -> None:
         pool.write(idx, 4, torch.tensor([1, 2, 3]))
 
 
+def test_write_each_sets_one_slot_per_row_in_one_write_and_journals_it() -> None:
+    """A decode step's writes: request rows and positions given on the device too."""
+    pool = ReqToTokenPool(max_reqs=3, max_context_len=6)
+    pool.keep_journal()
+    rows, positions = [2, 0], [4, 1]
+    on_device = (torch.tensor(rows), torch.tensor(positions))
+    pool.write_each(rows, positions, torch.tensor([33, 11]), on_device)
+    assert pool.req_to_token[2, 4] == 33 and pool.req_to_token[0, 1] == 11
+    assert pool.req_to_token.abs().sum().item() == 44
+    assert pool.take_journal() == [(2, 4, [33]), (0, 1, [11])]
+    with pytest.raises(ValueError):
+        pool.write_each([1], [6], torch.tensor([5]), (torch.tensor([1]), torch.tensor([6])))
+
+
 def test_clear() -> None:
     pool = ReqToTokenPool(max_reqs=2, max_context_len=4)
     pool.alloc()
