@@ -25,7 +25,7 @@ class TokenSampling:
     def advance(self, reqs: list[Req], logits: torch.Tensor) -> list[RequestDelta]:
         """Appends one token to each request (row ``i`` of ``logits`` is ``reqs[i]``'s); the
         deltas of those that emit output."""
-        return self.record(reqs, self.sample(reqs, logits, [len(r.output_ids) for r in reqs]))
+        return self.record(reqs, self.sample(reqs, logits, [len(r.output_ids) for r in reqs]).to_host())
 
     def sample(self, reqs: list[Req], logits: torch.Tensor, output_lens: list[int]) -> SampleOutput:
         """The device half of ``advance``: chooses each row's token and updates the penalty
@@ -48,6 +48,8 @@ class TokenSampling:
 
     def record(self, reqs: list[Req], result: SampleOutput) -> list[RequestDelta]:
         """The host half of ``advance``: appends the chosen tokens and applies the finish rules."""
+        # NOTE: after ``to_host``, tokens and log-probs arrive in one wait, not two syncs.
+        result.wait_on_host()
         next_ids: list[int] = result.next_token_ids.tolist()
         logprobs: list[float] | None = result.logprobs.tolist() if result.logprobs is not None else None
         deltas = []
