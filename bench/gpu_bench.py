@@ -163,6 +163,7 @@ def run(config: Config) -> dict[str, Any]:
         "kernels": [],
         "prefill": [],
     }
+    print(summary_lines(result)[0], flush=True)
     for shape in config.shapes:
         result["models"].append(measure_shape(shape, config, bandwidth))
         _save(result, config.out)

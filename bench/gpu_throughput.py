@@ -50,9 +50,14 @@ def measure_throughput(runner: ModelRunner, batch_size: int, prompt_len: int, st
     device = runner.device
     table = runner.req_to_token_pool
     total = prompt_len + WARMUP_STEPS + steps
-    rows_list = [table.alloc() for _ in range(batch_size)]
+    allocated = [table.alloc() for _ in range(batch_size)]
+    rows_list = [row for row in allocated if row is not None]
     slots = runner.allocator.alloc(batch_size * total)
-    if None in rows_list or slots is None:
+    if len(rows_list) < batch_size or slots is None:
+        for row in rows_list:
+            table.free(row)
+        if slots is not None:
+            runner.allocator.free(slots)
         raise RuntimeError("the KV pool or request table is too small for this batch")
     slots = slots.view(batch_size, total)
     for row, own in zip(rows_list, slots):
