@@ -110,9 +110,9 @@ if [ "${GPU_CHECK_SKIP_KERNELS:-0}" != 1 ]; then
     step kernels 120 "$PYTHON" -m pytest tests/engine/kernels -v -p no:cacheprovider \
         --timeout=90 --durations=10 -m "not slow"
 fi
-# NOTE: ~1.5 min expected (both shapes, kernel rows; Triton compiles included); it writes
-# $OUT/gpu.json after each shape, so a run cut short keeps the first
-# shape's numbers.
+# NOTE: estimated at 1.5-2 min (both shapes, kernel rows, Triton compiles on a fresh machine;
+# not yet measured). It rewrites $OUT/gpu.json after each shape, so a run cut short keeps the
+# shapes it finished.
 step bench 180 "$PYTHON" -m bench.gpu_bench --out "$OUT/gpu.json" --shapes "${GPU_CHECK_SHAPES:-8b,0.5b}" \
     --batch-sizes 1,32,128 --prompt-len 256 --decode-steps 128
 # NOTE: --maxfail=3, not -x: which of the engine's switches still agree after a first failure
