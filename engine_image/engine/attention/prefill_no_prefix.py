@@ -50,8 +50,9 @@ def fresh_prefill(prefix_lens: list[int], new_lens: list[int], device: torch.dev
 
 def serves(q: torch.Tensor, logit_cap: float | None) -> bool:
     """Whether ``fresh_prefill_attention`` takes this layer: never under a logit cap (neither
-    kernel here applies one), and on CUDA only where FlashAttention runs (SDPA's other CUDA
-    kernels need a dense mask for a window or K/V copies for GQA; the extend kernel stays)."""
+    kernel here applies one), and on CUDA only where FlashAttention runs; elsewhere on CUDA
+    (float32, pre-Ampere) the extend kernel stays: SDPA's memory-efficient kernel has no GQA
+    and its math kernel would hold every L x L score."""
     if logit_cap is not None:
         return False
     return q.device.type != "cuda" or _flash_runs(q.device.index or 0, q.dtype, q.shape[-1])
