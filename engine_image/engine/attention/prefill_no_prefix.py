@@ -95,7 +95,8 @@ def _flash_varlen(
 ) -> torch.Tensor:
     # NOTE: FlashAttention's window (left, right) lets query i see keys i - left .. i + right.
     sides = {"window_size_left": window - 1, "window_size_right": 0} if window > 0 else {}
-    out, *_ = torch.ops.aten._flash_attention_forward(
+    # NOTE: returns (out, logsumexp, rng state, unused, debug mask).
+    outputs: tuple[torch.Tensor, ...] = torch.ops.aten._flash_attention_forward(
         q, k, v, plan.cu_seqlens, plan.cu_seqlens, plan.max_len, plan.max_len,
         0.0,  # dropout
         True,  # causal
@@ -103,7 +104,7 @@ def _flash_varlen(
         scale=scale,
         **sides,
     )
-    return out
+    return outputs[0]
 
 
 def _sdpa_runs(
