@@ -4,8 +4,9 @@ Each request then attends causally over its own new tokens only, so its keys and
 the forward's own contiguous ``k``/``v``, read where they lie instead of gathered back from
 the page-size-1 pool through ``req_to_token`` (the backend still writes them to the pool, for
 the decode steps that follow). The Triton backend sends such batches here and keeps its
-extend kernel for the rest: a cached prefix (radix hits, chunked prefill's later chunks), a
-logit cap, and CUDA devices or dtypes FlashAttention does not run on.
+extend kernel for the rest: a batch in which any request has a cached prefix (radix hits,
+chunked prefill's later chunks), a logit cap, and CUDA devices or dtypes FlashAttention does
+not run on.
 
 NOTE: on CUDA this is PyTorch's FlashAttention-2 kernel in its varlen form
 (``aten::_flash_attention_forward`` with cumulative sequence offsets, the kernel SDPA's flash
@@ -53,9 +54,7 @@ def serves(q: torch.Tensor, logit_cap: float | None) -> bool:
     kernel here applies one), and on CUDA only where FlashAttention runs; elsewhere on CUDA
     (float32, pre-Ampere) the extend kernel stays: SDPA's memory-efficient kernel has no GQA
     and its math kernel would hold every L x L score."""
-    if logit_cap is not None:
-        return False
-    return q.device.type != "cuda" or _flash_runs(q.device.index or 0, q.dtype, q.shape[-1])
+    return logit_cap is None and (q.device.type != "cuda" or _flash_runs(q))
 
 
 def fresh_prefill_attention(
@@ -71,14 +70,20 @@ def fresh_prefill_attention(
     q: ``[T, heads, head_dim]``; k, v: ``[T, kv_heads, head_dim]`` in q's dtype, request b's
     tokens at ``plan.cu_seqlens[b] .. plan.cu_seqlens[b + 1]``. ``window > 0``: query
     position p sees keys p - window + 1 .. p. Returns ``[T, heads, head_dim]``.
+    FlashAttention's varlen kernel where it runs, else SDPA per run of equal-length requests.
     """
-    if q.device.type == "cuda":
+    if q.device.type == "cuda" and _flash_runs(q):
         return _flash_varlen(q, k, v, plan, scale, window)
     return _sdpa_runs(q, k, v, plan.lens, scale, window)
 
 
+def _flash_runs(q: torch.Tensor) -> bool:
+    """Whether FlashAttention-2 runs on CUDA queries like ``q``."""
+    return _flash_runs_on(q.device.index or 0, q.dtype, q.shape[-1])
+
+
 @lru_cache(maxsize=16)
-def _flash_runs(device_index: int, dtype: torch.dtype, head_dim: int) -> bool:
+def _flash_runs_on(device_index: int, dtype: torch.dtype, head_dim: int) -> bool:
     """FlashAttention-2's limits as PyTorch builds it: sm80 and newer, fp16/bf16, a head
     dim that is a multiple of 8 up to 256."""
     return (
