@@ -1,8 +1,9 @@
 """Attention with Triton kernels over the page-size-1 KV pool; the default on CUDA.
 
 Decode reads KV slots straight from ``req_to_token`` with fixed-shape launches, so a decode
-forward through this backend can be captured in a CUDA graph. Checked against the
-torch-native backend (the reference) in tests/engine/kernels.
+forward through this backend can be captured in a CUDA graph. A prefill without cached
+prefixes attends over the forward's own K/V (prefill_no_prefix.py: FlashAttention's varlen
+kernel on CUDA). Checked against the torch-native backend (the reference) in tests/engine/kernels.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ from engine.attention.base import (
     LayerAttention,
     register_attention_backend,
 )
+from engine.attention.prefill_no_prefix import (
+    FreshPrefill,
+    fresh_prefill,
+    fresh_prefill_attention,
+    serves,
+)
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.triton.decode_attention import decode_attention, decode_num_splits
 from engine.kernels.triton.extend_attention import extend_attention
@@ -28,6 +35,9 @@ class _ExtendMetadata:
     extend_lens: torch.Tensor  # [B] new tokens per request
     prefix_lens: torch.Tensor  # [B] cached tokens per request
     max_extend_len: int
+    # NOTE: set when no request has a cached prefix: its layers attend over their own k/v
+    # (prefill_no_prefix.py) instead of reading them back from the pool.
+    fresh: FreshPrefill | None
 
 
 @register_attention_backend("triton")
@@ -53,6 +63,7 @@ class TritonAttention(AttentionBackend):
             extend_lens=torch.tensor(new, dtype=torch.int64, device=device),
             prefix_lens=torch.tensor(batch.extend_prefix_lens_cpu, dtype=torch.int64, device=device),
             max_extend_len=max(new),
+            fresh=fresh_prefill(batch.extend_prefix_lens_cpu, new, device),
         )
 
     def forward(
@@ -78,6 +89,11 @@ class TritonAttention(AttentionBackend):
                 batch.seq_lens, scale, num_splits=splits, window=window, logit_cap=cap,
                 kv_scales=batch.kv_pool.scales[layer_id],
             )
+        elif batch.attn_metadata.fresh is not None and serves(q, layer.logit_cap):
+            # NOTE: the keys as the pool keeps them (an FP8 pool rounds), as the extend kernel sees them.
+            pool = batch.kv_pool
+            k, v = pool.as_stored(layer_id, False, k).to(q.dtype), pool.as_stored(layer_id, True, v).to(q.dtype)
+            out = fresh_prefill_attention(q, k, v, batch.attn_metadata.fresh, scale, window)
         else:
             meta: _ExtendMetadata = batch.attn_metadata
             out = extend_attention(
