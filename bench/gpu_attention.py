@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.gpu_models import Shape
+from bench.gpu_prefill import prefill_rows
 
 # NOTE: (batch, context) of the decode rows and (batch, cached prefix, new tokens) of the
 # extend rows.
@@ -106,17 +107,6 @@ def attention_rows(shape: Shape, device: torch.device) -> list[dict[str, Any]]:
 
 
 def no_prefix_prefill_rows(device: torch.device) -> list[dict[str, Any]]:
-    """The no-prefix prefill path's own rows (issue 28: a 4k prompt at >= SDPA's speed).
-
-    HOOK (gpu_prefill): bench/gpu_prefill.py comes with that path, from another branch, as
-    ``prefill_rows(device) -> list[dict]``; this is the one place the bench calls it, and its
-    rows are reported as they come (their own columns). Until it is merged: no rows.
-    """
-    try:
-        from bench.gpu_prefill import prefill_rows
-    except ModuleNotFoundError as err:
-        if err.name != "bench.gpu_prefill":
-            raise
-        return []
-    rows: list[dict[str, Any]] = prefill_rows(device)
-    return rows
+    """The no-prefix prefill path's own rows (issue 28: a 4k prompt at >= SDPA's speed),
+    reported as they come (their own columns)."""
+    return prefill_rows(device)
