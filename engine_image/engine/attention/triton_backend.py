@@ -1,7 +1,8 @@
 """Attention with Triton kernels over the page-size-1 KV pool; the default on CUDA.
 
 Decode reads KV slots straight from ``req_to_token`` with fixed-shape launches, so a decode
-forward through this backend can be captured in a CUDA graph. Checked against the
+forward through this backend can be captured in a CUDA graph. Given q and k before RoPE
+(``forward_rope``), one kernel rotates them and writes K/V into the pool. Checked against the
 torch-native backend (the reference) in tests/engine/kernels.
 """
 
@@ -20,6 +21,8 @@ from engine.attention.base import (
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.triton.decode_attention import decode_attention, decode_num_splits
 from engine.kernels.triton.extend_attention import extend_attention
+from engine.kernels.triton.rope_kv_write import rope_kv_write
+from engine.layers.rotary import RopeAngles
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class _ExtendMetadata:
 @register_attention_backend("triton")
 class TritonAttention(AttentionBackend):
     cuda_graph_safe = True
+    fuses_rope = True
     # NOTE: streaming multiprocessors of the device decode runs on, read at the first decode
     # (the split count follows it, the batch size and the context: ``decode_num_splits``).
     sm_count: int | None = None
@@ -64,8 +68,29 @@ class TritonAttention(AttentionBackend):
         batch: ForwardBatch,
         layer: LayerAttention = FULL_ATTENTION,
     ) -> torch.Tensor:
-        scale, window, cap = self.scale_of(layer), layer.sliding_window or 0, layer.logit_cap or 0.0
         batch.kv_pool.set_kv(layer_id, batch.out_cache_loc, k, v)
+        return self._attend(q, layer_id, batch, layer)
+
+    def forward_rope(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        rope: RopeAngles,
+        layer_id: int,
+        batch: ForwardBatch,
+        layer: LayerAttention = FULL_ATTENTION,
+    ) -> torch.Tensor:
+        pool = batch.kv_pool
+        q = rope_kv_write(
+            q, k, v, rope.cos, rope.sin_signed, batch.out_cache_loc,
+            pool.k_buffer(layer_id), pool.v_buffer(layer_id), pool.scales[layer_id],
+        )
+        return self._attend(q, layer_id, batch, layer)
+
+    def _attend(self, q: torch.Tensor, layer_id: int, batch: ForwardBatch, layer: LayerAttention) -> torch.Tensor:
+        """q's attention over the pool, which holds this forward's new K/V already."""
+        scale, window, cap = self.scale_of(layer), layer.sliding_window or 0, layer.logit_cap or 0.0
         k_buffer = batch.kv_pool.k_buffer(layer_id)
         v_buffer = batch.kv_pool.v_buffer(layer_id)
         if batch.mode is ForwardMode.DECODE:
