@@ -1,9 +1,11 @@
 """Attention with Triton kernels over the page-size-1 KV pool; the default on CUDA.
 
 Decode reads KV slots straight from ``req_to_token`` with fixed-shape launches, so a decode
-forward through this backend can be captured in a CUDA graph. A prefill without cached
-prefixes attends over the forward's own K/V (prefill_no_prefix.py: FlashAttention's varlen
-kernel on CUDA). Checked against the torch-native backend (the reference) in tests/engine/kernels.
+forward through this backend can be captured in a CUDA graph. Given q and k before RoPE
+(``forward_rope``), one kernel rotates them and writes K/V into the pool. A prefill without
+cached prefixes attends over the forward's own K/V (prefill_no_prefix.py: FlashAttention's
+varlen kernel on CUDA). Checked against the torch-native backend (the reference) in
+tests/engine/kernels.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from engine.attention.prefill_no_prefix import (
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.triton.decode_attention import decode_attention, decode_num_splits
 from engine.kernels.triton.extend_attention import extend_attention
+from engine.kernels.triton.rope_kv_write import rope_kv_write
+from engine.layers.rotary import RopeAngles
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class _ExtendMetadata:
 @register_attention_backend("triton")
 class TritonAttention(AttentionBackend):
     cuda_graph_safe = True
+    fuses_rope = True
     # NOTE: streaming multiprocessors of the device decode runs on, read at the first decode
     # (the split count follows it, the batch size and the context: ``decode_num_splits``).
     sm_count: int | None = None
@@ -75,8 +80,29 @@ class TritonAttention(AttentionBackend):
         batch: ForwardBatch,
         layer: LayerAttention = FULL_ATTENTION,
     ) -> torch.Tensor:
-        scale, window, cap = self.scale_of(layer), layer.sliding_window or 0, layer.logit_cap or 0.0
         batch.kv_pool.set_kv(layer_id, batch.out_cache_loc, k, v)
+        return self._attend(q, layer_id, batch, layer)
+
+    def forward_rope(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        rope: RopeAngles,
+        layer_id: int,
+        batch: ForwardBatch,
+        layer: LayerAttention = FULL_ATTENTION,
+    ) -> torch.Tensor:
+        pool = batch.kv_pool
+        q = rope_kv_write(
+            q, k, v, rope.cos, rope.sin_signed, batch.out_cache_loc,
+            pool.k_buffer(layer_id), pool.v_buffer(layer_id), pool.scales[layer_id],
+        )
+        return self._attend(q, layer_id, batch, layer)
+
+    def _attend(self, q: torch.Tensor, layer_id: int, batch: ForwardBatch, layer: LayerAttention) -> torch.Tensor:
+        """q's attention over the pool, which holds this forward's new K/V already."""
+        scale, window, cap = self.scale_of(layer), layer.sliding_window or 0, layer.logit_cap or 0.0
         k_buffer = batch.kv_pool.k_buffer(layer_id)
         v_buffer = batch.kv_pool.v_buffer(layer_id)
         if batch.mode is ForwardMode.DECODE:
@@ -90,9 +116,11 @@ class TritonAttention(AttentionBackend):
                 kv_scales=batch.kv_pool.scales[layer_id],
             )
         elif batch.attn_metadata.fresh is not None and serves(q, layer.logit_cap):
-            # NOTE: the keys as the pool keeps them (an FP8 pool rounds), as the extend kernel sees them.
-            pool = batch.kv_pool
-            k, v = pool.as_stored(layer_id, False, k).to(q.dtype), pool.as_stored(layer_id, True, v).to(q.dtype)
+            # NOTE: this forward's own rows, read back from the pool as the extend kernel would
+            # see them (rotated, and rounded in an FP8 pool): one gather of the new tokens'
+            # slots, where the extend kernel gathers per key of every query block.
+            pool, loc = batch.kv_pool, batch.out_cache_loc
+            k, v = pool.read(layer_id, False, loc, q.dtype), pool.read(layer_id, True, loc, q.dtype)
             out = fresh_prefill_attention(q, k, v, batch.attn_metadata.fresh, scale, window)
         else:
             meta: _ExtendMetadata = batch.attn_metadata
