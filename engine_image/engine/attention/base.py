@@ -14,6 +14,7 @@ from engine.kernels.triton import triton_available
 
 if TYPE_CHECKING:
     from engine.core.forward_batch import ForwardBatch
+    from engine.layers.rotary import RopeAngles
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class AttentionBackend(ABC):
     # NOTE: True when a decode forward through the backend can be captured in a CUDA graph:
     # no host syncs and no shapes taken from ``seq_lens_cpu``.
     cuda_graph_safe: bool = False
+    # NOTE: True when ``forward_rope`` rotates q and k in the kernel that writes the pool, so
+    # the model hands it q and k before RoPE even where it would rotate them another way.
+    fuses_rope: bool = False
 
     def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int) -> None:
         self.num_heads = num_heads
@@ -57,6 +61,21 @@ class AttentionBackend(ABC):
         layer: LayerAttention = FULL_ATTENTION,
     ) -> torch.Tensor:
         """q: [T, heads, head_dim]; k, v: [T, kv_heads, head_dim] -> [T, heads * head_dim]."""
+
+    def forward_rope(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        rope: RopeAngles,
+        layer_id: int,
+        batch: ForwardBatch,
+        layer: LayerAttention = FULL_ATTENTION,
+    ) -> torch.Tensor:
+        """``forward`` of q and k before RoPE: rotates them by ``rope``, then attends. A
+        backend that ``fuses_rope`` overrides it."""
+        q, k = rope.apply(q, k)
+        return self.forward(q, k, v, layer_id, batch, layer)
 
     def scale_of(self, layer: LayerAttention) -> float:
         return self.scale if layer.scale is None else layer.scale

@@ -1,8 +1,11 @@
 """Attention with Triton kernels over the page-size-1 KV pool; the default on CUDA.
 
 Decode reads KV slots straight from ``req_to_token`` with fixed-shape launches, so a decode
-forward through this backend can be captured in a CUDA graph. Checked against the
-torch-native backend (the reference) in tests/engine/kernels.
+forward through this backend can be captured in a CUDA graph. Given q and k before RoPE
+(``forward_rope``), one kernel rotates them and writes K/V into the pool. A prefill without
+cached prefixes attends over the forward's own K/V (prefill_no_prefix.py: FlashAttention's
+varlen kernel on CUDA). Checked against the torch-native backend (the reference) in
+tests/engine/kernels.
 """
 
 from __future__ import annotations
@@ -17,9 +20,17 @@ from engine.attention.base import (
     LayerAttention,
     register_attention_backend,
 )
+from engine.attention.prefill_no_prefix import (
+    FreshPrefill,
+    fresh_prefill,
+    fresh_prefill_attention,
+    serves,
+)
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.triton.decode_attention import decode_attention, decode_num_splits
 from engine.kernels.triton.extend_attention import extend_attention
+from engine.kernels.triton.rope_kv_write import rope_kv_write
+from engine.layers.rotary import RopeAngles
 
 
 @dataclass(frozen=True)
@@ -28,11 +39,15 @@ class _ExtendMetadata:
     extend_lens: torch.Tensor  # [B] new tokens per request
     prefix_lens: torch.Tensor  # [B] cached tokens per request
     max_extend_len: int
+    # NOTE: set when no request has a cached prefix: its layers attend over their own k/v
+    # (prefill_no_prefix.py) instead of reading them back from the pool.
+    fresh: FreshPrefill | None
 
 
 @register_attention_backend("triton")
 class TritonAttention(AttentionBackend):
     cuda_graph_safe = True
+    fuses_rope = True
     # NOTE: streaming multiprocessors of the device decode runs on, read at the first decode
     # (the split count follows it, the batch size and the context: ``decode_num_splits``).
     sm_count: int | None = None
@@ -53,6 +68,7 @@ class TritonAttention(AttentionBackend):
             extend_lens=torch.tensor(new, dtype=torch.int64, device=device),
             prefix_lens=torch.tensor(batch.extend_prefix_lens_cpu, dtype=torch.int64, device=device),
             max_extend_len=max(new),
+            fresh=fresh_prefill(batch.extend_prefix_lens_cpu, new, device),
         )
 
     def forward(
@@ -64,8 +80,29 @@ class TritonAttention(AttentionBackend):
         batch: ForwardBatch,
         layer: LayerAttention = FULL_ATTENTION,
     ) -> torch.Tensor:
-        scale, window, cap = self.scale_of(layer), layer.sliding_window or 0, layer.logit_cap or 0.0
         batch.kv_pool.set_kv(layer_id, batch.out_cache_loc, k, v)
+        return self._attend(q, layer_id, batch, layer)
+
+    def forward_rope(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        rope: RopeAngles,
+        layer_id: int,
+        batch: ForwardBatch,
+        layer: LayerAttention = FULL_ATTENTION,
+    ) -> torch.Tensor:
+        pool = batch.kv_pool
+        q = rope_kv_write(
+            q, k, v, rope.cos, rope.sin_signed, batch.out_cache_loc,
+            pool.k_buffer(layer_id), pool.v_buffer(layer_id), pool.scales[layer_id],
+        )
+        return self._attend(q, layer_id, batch, layer)
+
+    def _attend(self, q: torch.Tensor, layer_id: int, batch: ForwardBatch, layer: LayerAttention) -> torch.Tensor:
+        """q's attention over the pool, which holds this forward's new K/V already."""
+        scale, window, cap = self.scale_of(layer), layer.sliding_window or 0, layer.logit_cap or 0.0
         k_buffer = batch.kv_pool.k_buffer(layer_id)
         v_buffer = batch.kv_pool.v_buffer(layer_id)
         if batch.mode is ForwardMode.DECODE:
@@ -78,6 +115,13 @@ class TritonAttention(AttentionBackend):
                 batch.seq_lens, scale, num_splits=splits, window=window, logit_cap=cap,
                 kv_scales=batch.kv_pool.scales[layer_id],
             )
+        elif batch.attn_metadata.fresh is not None and serves(q, layer.logit_cap):
+            # NOTE: this forward's own rows, read back from the pool as the extend kernel would
+            # see them (rotated, and rounded in an FP8 pool): one gather of the new tokens'
+            # slots, where the extend kernel gathers per key of every query block.
+            pool, loc = batch.kv_pool, batch.out_cache_loc
+            k, v = pool.read(layer_id, False, loc, q.dtype), pool.read(layer_id, True, loc, q.dtype)
+            out = fresh_prefill_attention(q, k, v, batch.attn_metadata.fresh, scale, window)
         else:
             meta: _ExtendMetadata = batch.attn_metadata
             out = extend_attention(

@@ -55,17 +55,19 @@ class Attention(nn.Module):
         qkv: torch.Tensor = self.qkv_proj(hidden)
         q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
         v = v.view(-1, self.num_kv_heads, self.head_dim)
-        if self.q_norm is None and not use_triton_kernels(qkv):
+        if self.q_norm is None and not use_triton_kernels(qkv) and not backend.fuses_rope:
             # NOTE: q's and k's heads lie side by side in qkv: one rotation covers both.
             heads = qkv[:, : self.q_size + self.kv_size].view(-1, self.num_heads + self.num_kv_heads, self.head_dim)
             q, k = rope.rotate_heads(heads).split([self.num_heads, self.num_kv_heads], dim=1)
+            attended = backend.forward(q, k, v, self.layer_id, batch, self.attention)
         else:
             q = q.view(-1, self.num_heads, self.head_dim)
             k = k.view(-1, self.num_kv_heads, self.head_dim)
             if self.q_norm is not None and self.k_norm is not None:
                 q, k = self.q_norm(q), self.k_norm(k)
-            q, k = rope.apply(q, k)
-        out: torch.Tensor = self.o_proj(backend.forward(q, k, v, self.layer_id, batch, self.attention))
+            # NOTE: the backend rotates q and k (on CUDA the Triton backend as it writes the pool).
+            attended = backend.forward_rope(q, k, v, rope, self.layer_id, batch, self.attention)
+        out: torch.Tensor = self.o_proj(attended)
         return out
 
 
