@@ -1,8 +1,8 @@
 """MoE decode in CUDA graphs, on a GPU: every supported MoE architecture (tiny random-weight
 checkpoints written by transformers) replays captured decode graphs, both capture-safe expert
-kernels among them (gather at batch 1 where 3 × top_k <= experts, dense at the padded batch 4), and in fp32 its greedy
-output equals transformers' on the GPU; the expert-distribution counts cover exactly the
-tokens forwarded, a graph's padding rows never counted.
+kernels among them (gather at batch 1 where 3 × top_k <= experts, dense at the padded batch
+4), and in fp32 its greedy output equals transformers' on the GPU; the expert-distribution
+counts cover exactly the tokens forwarded, a graph's padding rows never counted.
 
 Skipped where torch sees no CUDA device; bench/gpu_check.sh runs tests/engine/gpu.
 """
