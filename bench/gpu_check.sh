@@ -117,7 +117,7 @@ step bench 180 "$PYTHON" -m bench.gpu_bench --out "$OUT/gpu.json" --shapes "${GP
     --batch-sizes 1,32,128 --prompt-len 256 --decode-steps 128
 # NOTE: --maxfail=3, not -x: which of the engine's switches still agree after a first failure
 # is what locates a bug, and one run of this script may be all a GPU allows.
-step gpu_tests 120 env GOMGR_TEST_TOKENIZER_DIR="$PWD/.gpucheck/tokenizer" \
+step gpu_tests 180 env GOMGR_TEST_TOKENIZER_DIR="$PWD/.gpucheck/tokenizer" \
     "$PYTHON" -m pytest tests/engine/gpu -v -p no:cacheprovider --maxfail=3 --durations=10
 
 echo "=== summary (${SECONDS}s in all)" | tee "$OUT/summary.txt"
