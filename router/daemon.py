@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -80,10 +81,11 @@ class RouterDaemon:
             return None
         return found
 
-    def start(self, timeout_s: float = START_TIMEOUT_S) -> RouterProcess:
-        """Start the router detached and wait until its /health answers; the running one if any."""
-        if current := self.running():
-            return current
+    def start(self, timeout_s: float = START_TIMEOUT_S, env: Mapping[str, str] | None = None) -> bool:
+        """Start the router detached, `env` added to its environment, and wait until its /health
+        answers; True once it does, False (and nothing started) when one of this directory runs."""
+        if self.running():
+            return False
         self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         command = [
             sys.executable, "-m", self.module, "--host", self.host, "--port", str(self.port),
@@ -93,7 +95,7 @@ class RouterDaemon:
             # NOTE: a new session: the router outlives the command that started it.
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True,
+                start_new_session=True, close_fds=True, env={**os.environ, **(env or {})},
             )
         found = RouterProcess(
             pid=process.pid, create_time=psutil.Process(process.pid).create_time(),
@@ -108,7 +110,7 @@ class RouterDaemon:
                     )
                 if _listening(self.host, self.port) and _healthy(client, found.url):
                     _write_atomic(self.record_path, json.dumps(asdict(found)) + "\n")
-                    return found
+                    return True
                 time.sleep(START_POLL_S)
         _end(process.pid)
         raise RouterDaemonError(f"the router did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")

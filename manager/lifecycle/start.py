@@ -29,12 +29,18 @@ from manager.state.records import EngineRecord, RecordStore, StateConflict
 
 def start_engine(
     request: StartRequest, paths: StatePaths, progress: Progress, announce: Callable[[str], None],
-    cancelled: Callable[[], bool] = never,
+    cancelled: Callable[[], bool] = never, *, booting: bool = False,
 ) -> Started:
     """Run the engine and register it; `cancelled` (the engine API's client went away) ends
-    the health wait with StartCancelled, and everything begun is undone."""
+    the health wait with StartCancelled, and everything begun is undone.
+
+    `booting`: the start runs while its supervisor boots (manager/supervisor/boot_start.py),
+    which reconciled the records itself: the engine is registered once that router answers,
+    rather than a router started for it.
+    """
     router = RouterLink.from_paths(paths)
-    reconcile(paths, router)
+    if not booting:
+        reconcile(paths, router)
     if not is_local(request.repo):
         check_before_download(
             request.repo, request.runtime, request.port, gpus=request.gpus,
@@ -59,7 +65,7 @@ def start_engine(
     progress.step(f"Starting engine {spec.id} on {spec.base_url}")
     # NOTE (issue 30): the router starts while the engine loads, not once it is healthy, so a
     # start that also brings the router up costs the longer of the two, not their sum.
-    router_up = router.ensure_in_background()
+    router_up = router.wait_in_background(request.timeout_s) if booting else router.ensure_in_background()
     try:
         handle = runtime.start(spec)
     except RuntimeStartError as exc:

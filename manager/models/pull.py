@@ -27,8 +27,7 @@ from manager.models.errors import InvalidModelDirError, ModelNotFoundError
 from manager.models.gguf_choice import choose_gguf
 from manager.models.hub import download_file, download_repo
 from manager.models.hub_listing import RepoListing, repo_listing
-from manager.models.local_import import PATH_PREFIXES
-from manager.models.model_path import CONFIG_FILE, is_gguf_file, model_path_in
+from manager.models.model_path import CONFIG_FILE, PATH_PREFIXES, is_gguf_file, model_path_in
 from manager.models.progress import Progress, SilentProgress
 from manager.models.store import ModelMetadata, ModelStore, RepoId, StoredModel
 
