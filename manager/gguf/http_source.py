@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import httpx
-from huggingface_hub import constants, hf_hub_url
-from huggingface_hub.utils import build_hf_headers
+from huggingface_hub import constants
 
 from manager.gguf.byte_source import HeaderReadError
 
@@ -15,6 +14,11 @@ class HubRangeSource:
     """Byte ranges of `filename` in `repo` at `revision` (a commit, so every read sees one file)."""
 
     def __init__(self, repo: str, filename: str, revision: str, token: str | None) -> None:
+        # NOTE (issue 30): the hub client's download module (and tqdm) load here, where the hub
+        # is asked: the readiness checks of a store model's start never do.
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers
+
         self.repo = repo
         self.filename = filename
         self.url = hf_hub_url(repo, filename, revision=revision)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import httpx
 from huggingface_hub import constants
-from huggingface_hub.utils import build_hf_headers
 
 from manager.models.errors import DownloadError, HubUnavailableError, ModelNotFoundError
 from manager.models.gguf_choice import RepoFile
@@ -36,6 +35,9 @@ def repo_listing(repo: str, token: str | None = None) -> RepoListing:
             f"{repo} is not in the store and the Hugging Face hub is disabled (HF_HUB_OFFLINE=1)"
         )
     url = f"{constants.ENDPOINT}/api/models/{repo}"
+    # NOTE (issue 30): imported where the hub is asked (it loads tqdm): see gguf/http_source.py.
+    from huggingface_hub.utils import build_hf_headers
+
     try:
         response = httpx.get(
             url, params={"blobs": "true"}, headers=build_hf_headers(token=token or None),
