@@ -18,9 +18,12 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 import psutil
+
+if TYPE_CHECKING:
+    import httpx
 
 START_TIMEOUT_S = 30.0
 # NOTE (issue 30): a cold `gomgr start` waits on this loop before it can even ask for the
@@ -101,6 +104,9 @@ class RouterDaemon:
             pid=process.pid, create_time=psutil.Process(process.pid).create_time(),
             host=self.host, port=self.port, token_file=str(self.token_file), log_path=str(self.log_path),
         )
+        # NOTE: imported once the process runs: it boots meanwhile (see START_POLL_S).
+        import httpx
+
         deadline = time.monotonic() + timeout_s
         with httpx.Client(timeout=2, verify=False) as client:
             while time.monotonic() < deadline:
@@ -141,6 +147,8 @@ def _listening(host: str, port: int) -> bool:
 
 
 def _healthy(client: httpx.Client, url: str) -> bool:
+    import httpx
+
     try:
         return client.get(f"{url}/health").status_code == 200
     except httpx.TransportError:

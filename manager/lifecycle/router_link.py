@@ -8,8 +8,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from manager.lifecycle.errors import RouterUnavailable
 from manager.state.paths import DEFAULT_ROUTER_HOST, StatePaths, router_port
@@ -21,6 +20,11 @@ ADMIN_TIMEOUT_S = 10.0
 # httpx's default (verify=True) loads certifi's CA bundle into a new SSL context on every call:
 # ~40 ms, a tenth of `gomgr ps`.
 VERIFY_TLS = False
+# NOTE (issue 30): httpx (~0.05 CPU-s) is imported where a router answers: a cold `gomgr
+# start` starts its supervisor without it (it finds nothing listening, then spawns).
+if TYPE_CHECKING:
+    import httpx
+
 # NOTE: the background router is the supervised one (issue #23): the router plus the loader
 # that starts a store model's engine on its first request.
 SUPERVISOR_MODULE = "manager.supervisor"
@@ -52,6 +56,8 @@ class RouterLink:
             socket.create_connection((self.daemon.host, self.daemon.port), timeout=2).close()
         except OSError:
             return False
+        import httpx
+
         try:
             reply = httpx.get(f"{self.url}/health", timeout=2, verify=VERIFY_TLS)
             return reply.status_code == 200
@@ -133,6 +139,8 @@ class RouterLink:
         return {"authorization": f"Bearer {token}"}
 
     def _admin(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+        import httpx
+
         headers = self.admin_headers()
         try:
             return httpx.request(
