@@ -29,6 +29,10 @@ from router.errors import RouterError
 
 # NOTE: how often a follower's stream is checked for its client's going away.
 FOLLOW_POLL_S = 0.05
+# NOTE: how long the boot waits for the engine to be spawned before it imports the web stack,
+# which would take the GIL from the planning; a start that downloads its model first takes
+# longer, and the router then boots while it downloads (the CLI waits 30 s for the router).
+SPAWN_WAIT_S = 10.0
 
 
 class BootStart:
@@ -42,6 +46,7 @@ class BootStart:
         self._sink: Emit | None = None
         self._claimed = False
         self._cancel = threading.Event()
+        self._spawned = threading.Event()  # the engine runs, or the start ended without one
         self._done = threading.Event()
         self._started: Started | None = None
         self._error: BaseException | None = None
@@ -60,6 +65,10 @@ class BootStart:
         boot = cls(request, keep_alive_s, paths)
         boot._thread.start()
         return boot
+
+    def wait_spawned(self) -> None:
+        """Until the engine runs or the start ended, at most SPAWN_WAIT_S."""
+        self._spawned.wait(SPAWN_WAIT_S)
 
     def claim(self) -> bool:
         """True for the first caller only: the one follower (the CLI that handed it over)."""
@@ -102,9 +111,10 @@ class BootStart:
         try:
             self._started = start_engine(
                 self._request, self._paths, EmittingProgress(self._emit, self._cancelled),
-                announcer(self._emit), self._cancelled, booting=True,
+                announcer(self._emit), self._cancelled, booting=self._spawned,
             )
         except BaseException as exc:  # noqa: BLE001 - the follower gets it, as a start's error
             self._error = exc
         finally:
+            self._spawned.set()
             self._done.set()
