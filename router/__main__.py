@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from router.app import serve
 from router.config import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, RouterConfig
 from router.routing_policy import RoutingPolicyName
 
@@ -48,6 +47,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[RouterConfig, str]:
 
 
 def main() -> None:
+    # NOTE: imported here: the supervisor parses these flags (manager/supervisor/__main__.py)
+    # and starts an engine before it imports the web stack.
+    from router.app import serve
+
     config, log_level = parse_args()
     serve(config, log_level)
 

@@ -27,6 +27,7 @@ from router.errors import (
     validation_error_handler,
 )
 from router.health import HealthMonitor
+from router.listening import listen
 from router.loader import ModelLoader
 from router.metrics import RouterMetrics
 from router.ollama_routes import OllamaRoutes
@@ -141,19 +142,6 @@ def create_app(
     return app
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        # NOTE: one line, exit status 1, before anything serves: nothing is left running.
-        raise SystemExit(f"error: cannot listen on {host}:{port}: {exc.strerror}") from exc
-    sock.set_inheritable(True)
-    return sock
-
-
 def serve(
     config: RouterConfig,
     log_level: str = "info",
@@ -161,16 +149,16 @@ def serve(
     *,
     registry: Registry | None = None,
     owner_routes: APIRouter | None = None,
+    sockets: list[socket.socket] | None = None,
 ) -> None:
-    """Run the router until SIGINT/SIGTERM, on its port and, if set, the Ollama port too;
-    the rest as in `create_app`."""
-    if problem := config.exposure_problem():
-        raise SystemExit(f"error: {problem}")  # NOTE: one line, before anything listens
+    """Run the router until SIGINT/SIGTERM, on its port and, if set, the Ollama port too
+    (`sockets`: those ports' listening sockets, made by `router.listening.listen`; None: made
+    here); the rest as in `create_app`."""
+    # NOTE: one server on both sockets, so both ports share one registry and one lifespan.
+    if sockets is None:
+        sockets = listen(config)
     app = create_app(config, loader, registry=registry, owner_routes=owner_routes)
     logger.info("admin token file: %s", config.token_path())
-    # NOTE: one server on both sockets, so both ports share one registry and one lifespan.
-    ports = [config.port, *([config.ollama_port] if config.ollama_port else [])]
-    sockets = [_listen(config.host, port) for port in ports]
     server = uvicorn.Server(
         uvicorn.Config(
             app,

@@ -15,11 +15,15 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 import psutil
+
+if TYPE_CHECKING:
+    import httpx
 
 START_TIMEOUT_S = 30.0
 # NOTE (issue 30): a cold `gomgr start` waits on this loop before it can even ask for the
@@ -80,10 +84,11 @@ class RouterDaemon:
             return None
         return found
 
-    def start(self, timeout_s: float = START_TIMEOUT_S) -> RouterProcess:
-        """Start the router detached and wait until its /health answers; the running one if any."""
-        if current := self.running():
-            return current
+    def start(self, timeout_s: float = START_TIMEOUT_S, env: Mapping[str, str] | None = None) -> bool:
+        """Start the router detached, `env` added to its environment, and wait until its /health
+        answers; True once it does, False (and nothing started) when one of this directory runs."""
+        if self.running():
+            return False
         self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         command = [
             sys.executable, "-m", self.module, "--host", self.host, "--port", str(self.port),
@@ -93,12 +98,15 @@ class RouterDaemon:
             # NOTE: a new session: the router outlives the command that started it.
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True,
+                start_new_session=True, close_fds=True, env={**os.environ, **(env or {})},
             )
         found = RouterProcess(
             pid=process.pid, create_time=psutil.Process(process.pid).create_time(),
             host=self.host, port=self.port, token_file=str(self.token_file), log_path=str(self.log_path),
         )
+        # NOTE: imported once the process runs: it boots meanwhile (see START_POLL_S).
+        import httpx
+
         deadline = time.monotonic() + timeout_s
         with httpx.Client(timeout=2, verify=False) as client:
             while time.monotonic() < deadline:
@@ -108,7 +116,7 @@ class RouterDaemon:
                     )
                 if _listening(self.host, self.port) and _healthy(client, found.url):
                     _write_atomic(self.record_path, json.dumps(asdict(found)) + "\n")
-                    return found
+                    return True
                 time.sleep(START_POLL_S)
         _end(process.pid)
         raise RouterDaemonError(f"the router did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")
@@ -139,6 +147,8 @@ def _listening(host: str, port: int) -> bool:
 
 
 def _healthy(client: httpx.Client, url: str) -> bool:
+    import httpx
+
     try:
         return client.get(f"{url}/health").status_code == 200
     except httpx.TransportError:

@@ -52,6 +52,9 @@ def _gpus_option(value: str) -> str:
 
 
 def _keep_alive_option(value: str | None) -> str | None:
+    if value is None:
+        # NOTE: typer calls this without the flag too; the checks below import starlette.
+        return None
     from router.errors import RouterError
     from router.keep_alive import parse_keep_alive
 
@@ -107,22 +110,17 @@ def start(
     as_json: Annotated[bool, typer.Option("--json", help="Print the engine record as JSON.")] = False,
 ) -> None:
     """Start an engine for REPO behind the router (pulls the model first). Exit codes: gomgr --help."""
+    from manager.lifecycle.replicas import replica_port
     from manager.lifecycle.router_link import RouterLink
+    from manager.lifecycle.start_request import StartRequest
+    from manager.models.model_path import PATH_PREFIXES
+    from manager.supervisor.engine_messages import StartBody
 
     paths = StatePaths.from_env()
-    # NOTE (issue 30): a supervisor that has to be started boots while this process imports
-    # the rest of the command, not after.
-    supervisor_up = RouterLink.from_paths(paths).ensure_in_background()
-    from manager.lifecycle.start_request import StartRequest
-    from manager.models.local_import import PATH_PREFIXES
-    from manager.supervisor.engine_client import EngineClient
-
     # NOTE: the supervisor runs the start in its own working directory, so a relative path
     # is made absolute here, where the user typed it.
     if repo.startswith(PATH_PREFIXES):
         repo = str(Path(repo).expanduser().absolute())
-    from manager.lifecycle.replicas import replica_port
-
     requests = [
         StartRequest(
             repo, runtime.value, replica_port(port, i), served_model_name, timeout, gpus,
@@ -130,14 +128,24 @@ def start(
         )
         for i in range(replicas)
     ]
+    # NOTE (issue 30): a supervisor that has to be started gets the start with it and begins
+    # it as it boots, before its own web stack (manager/supervisor/boot_start.py); it boots
+    # while this process imports the rest of the command.
+    hand_over = StartBody.of(requests[0], keep_alive).model_dump_json() if replicas == 1 else None
+    supervisor_up = RouterLink.from_paths(paths).ensure_in_background(hand_over)
+    from manager.supervisor.engine_client import EngineClient
+
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with errors_as_one_line(), progress() as live:
-        supervisor_up.result()
+        booted = supervisor_up.result() and hand_over is not None
         client = EngineClient.from_paths(paths)
-        done = [
-            client.start(request, live, announce, keep_alive) for request in requests[:1]
-        ] if replicas == 1 else _start_replicas(client, requests, live, announce, keep_alive)
+        if booted:
+            done = [client.follow_boot_start(live, announce)]
+        elif replicas == 1:
+            done = [client.start(requests[0], live, announce, keep_alive)]
+        else:
+            done = _start_replicas(client, requests, live, announce, keep_alive)
     if as_json and replicas > 1:
         typer.echo(json.dumps([_as_json(s) for s in done], indent=2))
         return

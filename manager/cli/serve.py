@@ -36,11 +36,12 @@ def serve(
     """Serve every model in the store until Ctrl-C: each loads on its first request and unloads
     after $GOMGR_KEEP_ALIVE (default 5m) idle; $GOMGR_MAX_LOADED_MODELS caps how many are loaded."""
     # NOTE: imported here so other commands do not pay for FastAPI, uvicorn and the manifests.
+    from manager.supervisor.boot import boot
     from manager.supervisor.front_door import serve_supervised
     from router.config import RouterConfig
 
-    serve_supervised(RouterConfig(
+    serve_supervised(boot(RouterConfig(
         host=host, port=port, ollama_port=ollama_port, admin_token_file=admin_token_file,
         api_keys=tuple(api_key or ()), cors_origins=tuple(cors_origin or ()),
         routing_policy=routing_policy,
-    ))
+    )))

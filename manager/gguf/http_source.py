@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import httpx
-from huggingface_hub import constants, hf_hub_url
-from huggingface_hub.utils import build_hf_headers
+from typing import TYPE_CHECKING
+
+from huggingface_hub import constants
 
 from manager.gguf.byte_source import HeaderReadError
+
+if TYPE_CHECKING:
+    import httpx
 
 _TIMEOUT_S = 30.0
 
@@ -15,6 +18,13 @@ class HubRangeSource:
     """Byte ranges of `filename` in `repo` at `revision` (a commit, so every read sees one file)."""
 
     def __init__(self, repo: str, filename: str, revision: str, token: str | None) -> None:
+        # NOTE (issue 30): the hub client's download module (and tqdm), and httpx, load here,
+        # where the hub is asked: the readiness checks of a store model's start never do, and a
+        # cold `gomgr start` waits on those imports before its engine starts.
+        import httpx
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers
+
         self.repo = repo
         self.filename = filename
         self.url = hf_hub_url(repo, filename, revision=revision)
@@ -33,6 +43,8 @@ class HubRangeSource:
     def read_at(self, offset: int, length: int) -> bytes:
         if constants.is_offline_mode():
             raise HeaderReadError("the Hugging Face hub is disabled (HF_HUB_OFFLINE=1)")
+        import httpx
+
         headers = {**self._headers, "Range": f"bytes={offset}-{offset + length - 1}"}
         try:
             with self._client.stream("GET", self.url, headers=headers) as response:

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
-
 from manager.lifecycle.router_link import RouterLink
 from manager.runtimes.docker_host import daemon_socket_missing
 from manager.runtimes.registry import DOCKER, get_runtime
@@ -52,13 +50,19 @@ def _adopt_containers(
 
 
 def _healthy(base_url: str) -> bool:
+    # NOTE (issue 30): imported where a container is asked, so a cold `gomgr start` spawns
+    # its engine before the supervisor imports httpx (~0.08 CPU-s).
+    import httpx
+
     try:
         return httpx.get(f"{base_url}/health", timeout=HEALTH_TIMEOUT_S).status_code == 200
     except httpx.TransportError:
         return False
 
 
-def reconcile(paths: StatePaths, router: RouterLink) -> Reconciled:
+def reconcile(paths: StatePaths, router: RouterLink | None) -> Reconciled:
+    """`router` None: the records only, as if no router answered (a supervisor still booting,
+    which routes the live engines itself once it serves)."""
     records = RecordStore(paths)
     live: list[EngineRecord] = []
     removed: list[EngineRecord] = []
@@ -68,18 +72,18 @@ def reconcile(paths: StatePaths, router: RouterLink) -> Reconciled:
         else:
             removed.append(record)
     live.extend(_adopt_containers(paths, records, {r.id for r in (*live, *removed)}))
-    router_up = router.is_up()
+    routed_by = router if router is not None and router.is_up() else None
     for record in removed:
-        if router_up:
-            router.deregister(record.id)
+        if routed_by is not None:
+            routed_by.deregister(record.id)
         get_runtime(record.handle.runtime, paths).stop(record.handle)
         records.remove(record.id, keep_log=True)
-    if not router_up:
+    if routed_by is None:
         return Reconciled(tuple(live), tuple(removed), (), None)
-    routed = router.backend_ids()
+    routed = routed_by.backend_ids()
     reregistered: list[str] = []
     for record in live:
         if record.state is EngineState.READY and record.id not in routed:
-            router.register(record)
+            routed_by.register(record)
             reregistered.append(record.id)
     return Reconciled(tuple(live), tuple(removed), tuple(reregistered), frozenset(routed | set(reregistered)))

@@ -4,24 +4,32 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from manager.lifecycle.errors import RouterUnavailable
 from manager.state.paths import DEFAULT_ROUTER_HOST, StatePaths, router_port
 from manager.state.records import EngineRecord
-from router.daemon import RouterDaemon, RouterDaemonError
+from router.daemon import START_POLL_S, RouterDaemon, RouterDaemonError
 
 ADMIN_TIMEOUT_S = 10.0
 # NOTE: the router speaks plain HTTP on 127.0.0.1, so there is no certificate to verify, and
 # httpx's default (verify=True) loads certifi's CA bundle into a new SSL context on every call:
 # ~40 ms, a tenth of `gomgr ps`.
 VERIFY_TLS = False
+# NOTE (issue 30): httpx (~0.05 CPU-s) is imported where a router answers: a cold `gomgr
+# start` starts its supervisor without it (it finds nothing listening, then spawns).
+if TYPE_CHECKING:
+    import httpx
+
 # NOTE: the background router is the supervised one (issue #23): the router plus the loader
 # that starts a store model's engine on its first request.
 SUPERVISOR_MODULE = "manager.supervisor"
+# NOTE (issue 30): the start `gomgr start` hands a supervisor it boots (a StartBody's JSON).
+BOOT_START_ENV = "GOMGR_BOOT_START"
 
 
 @dataclass(frozen=True)
@@ -48,38 +56,50 @@ class RouterLink:
             socket.create_connection((self.daemon.host, self.daemon.port), timeout=2).close()
         except OSError:
             return False
+        import httpx
+
         try:
             reply = httpx.get(f"{self.url}/health", timeout=2, verify=VERIFY_TLS)
             return reply.status_code == 200
         except httpx.TransportError:
             return False
 
-    def ensure(self) -> bool:
-        """Start the background router unless one answers; True if this call started it."""
+    def ensure(self, hand_over: str | None = None) -> bool:
+        """Start the background router unless one answers; True if this call started it.
+
+        `hand_over`: a start (a StartBody's JSON) the supervisor begins as it boots, before
+        its router imports (manager/supervisor/boot_start.py), where this call starts one.
+        """
         if self.is_up():
             return False
+        env = {} if hand_over is None else {BOOT_START_ENV: hand_over}
         try:
-            self.daemon.start()
+            launched = self.daemon.start(env=env)
         except RouterDaemonError as exc:
             raise RouterUnavailable(f"could not start the router on {self.url}", str(exc)) from exc
-        return True
+        return launched
 
-    def ensure_in_background(self) -> Future[bool]:
+    def ensure_in_background(self, hand_over: str | None = None) -> Future[bool]:
         """``ensure`` on a thread of its own; its result, or its RouterUnavailable, from the future.
 
         NOTE: not a daemon thread, so a command that exits early still lets a router it began
         finish starting (and write its record) rather than leave one nobody can find.
         """
-        started: Future[bool] = Future()
+        return _on_thread(lambda: self.ensure(hand_over), "router-start")
 
-        def run() -> None:
-            try:
-                started.set_result(self.ensure())
-            except Exception as exc:  # noqa: BLE001 - handed to whoever waits on the future
-                started.set_exception(exc)
+    def wait_in_background(self, timeout_s: float) -> Future[bool]:
+        """Wait on a thread for the router to answer (one booting, which no one may start
+        again); False from the future once it does, RouterUnavailable after `timeout_s`."""
 
-        threading.Thread(target=run, name="router-start").start()
-        return started
+        def wait() -> bool:
+            deadline = time.monotonic() + timeout_s
+            while not self.is_up():
+                if time.monotonic() > deadline:
+                    raise RouterUnavailable(f"the router at {self.url} did not answer within {timeout_s:.0f} s")
+                time.sleep(START_POLL_S)
+            return False
+
+        return _on_thread(wait, "router-wait")
 
     def register(self, record: EngineRecord) -> None:
         spec = record.handle.spec
@@ -119,6 +139,8 @@ class RouterLink:
         return {"authorization": f"Bearer {token}"}
 
     def _admin(self, method: str, path: str, **kwargs: object) -> httpx.Response:
+        import httpx
+
         headers = self.admin_headers()
         try:
             return httpx.request(
@@ -127,6 +149,19 @@ class RouterLink:
             )
         except httpx.TransportError as exc:
             raise RouterUnavailable(f"the router at {self.url} did not answer: {exc}") from exc
+
+
+def _on_thread(work: Callable[[], bool], name: str) -> Future[bool]:
+    done: Future[bool] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(work())
+        except Exception as exc:  # noqa: BLE001 - handed to whoever waits on the future
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name=name).start()
+    return done
 
 
 def error_message(reply: httpx.Response) -> str:

@@ -7,6 +7,7 @@ import dataclasses
 import re
 import secrets
 import socket
+import threading
 from collections.abc import Callable
 
 from manager.lifecycle.errors import EngineFailed, StartBlocked
@@ -29,12 +30,19 @@ from manager.state.records import EngineRecord, RecordStore, StateConflict
 
 def start_engine(
     request: StartRequest, paths: StatePaths, progress: Progress, announce: Callable[[str], None],
-    cancelled: Callable[[], bool] = never,
+    cancelled: Callable[[], bool] = never, *, booting: threading.Event | None = None,
 ) -> Started:
     """Run the engine and register it; `cancelled` (the engine API's client went away) ends
-    the health wait with StartCancelled, and everything begun is undone."""
+    the health wait with StartCancelled, and everything begun is undone.
+
+    `booting`: the start runs while its supervisor boots (manager/supervisor/boot_start.py),
+    which reconciled the records itself and imports its router once the engine runs (this
+    sets the event then): the engine is registered once that router answers, rather than a
+    router started for it.
+    """
     router = RouterLink.from_paths(paths)
-    reconcile(paths, router)
+    if booting is None:
+        reconcile(paths, router)
     if not is_local(request.repo):
         check_before_download(
             request.repo, request.runtime, request.port, gpus=request.gpus,
@@ -59,11 +67,17 @@ def start_engine(
     progress.step(f"Starting engine {spec.id} on {spec.base_url}")
     # NOTE (issue 30): the router starts while the engine loads, not once it is healthy, so a
     # start that also brings the router up costs the longer of the two, not their sum.
-    router_up = router.ensure_in_background()
+    if booting is None:
+        router_up = router.ensure_in_background()
+    else:
+        router_up = router.wait_in_background(request.timeout_s)
     try:
         handle = runtime.start(spec)
     except RuntimeStartError as exc:
         raise StartBlocked(exc.message, exc.fix) from exc
+    finally:
+        if booting is not None:
+            booting.set()
     registered = False
     try:
         record = records.get(spec.id) or EngineRecord(handle, EngineState.STARTING)

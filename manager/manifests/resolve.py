@@ -15,14 +15,13 @@ from manager.manifests.engines import DEFAULT_IMAGES
 from manager.manifests.errors import ManifestError
 from manager.manifests.manifest import Manifest
 from manager.manifests.schema import ManifestFile
+from manager.models.model_path import PATH_PREFIXES
 
 DEFAULT_NAME = "default"
-# NOTE: the same rule as manager.models.pull.resolve_model: these prefixes mean a path.
-_PATH_PREFIXES = ("/", "./", "../", "~")
 
 
 def is_path(repo_or_path: str) -> bool:
-    return repo_or_path.startswith(_PATH_PREFIXES)
+    return repo_or_path.startswith(PATH_PREFIXES)
 
 
 @dataclass(frozen=True)

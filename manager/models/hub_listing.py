@@ -8,13 +8,15 @@ releases), and an unreachable hub must read as one line like every other model e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import httpx
 from huggingface_hub import constants
-from huggingface_hub.utils import build_hf_headers
 
 from manager.models.errors import DownloadError, HubUnavailableError, ModelNotFoundError
 from manager.models.gguf_choice import RepoFile
+
+if TYPE_CHECKING:
+    import httpx
 
 _TIMEOUT_S = 30.0
 
@@ -36,6 +38,11 @@ def repo_listing(repo: str, token: str | None = None) -> RepoListing:
             f"{repo} is not in the store and the Hugging Face hub is disabled (HF_HUB_OFFLINE=1)"
         )
     url = f"{constants.ENDPOINT}/api/models/{repo}"
+    # NOTE (issue 30): imported where the hub is asked (the hub's loads tqdm): see
+    # gguf/http_source.py.
+    import httpx
+    from huggingface_hub.utils import build_hf_headers
+
     try:
         response = httpx.get(
             url, params={"blobs": "true"}, headers=build_hf_headers(token=token or None),

@@ -20,13 +20,12 @@ from manager.models.errors import (
     ModelExistsError,
     StoreError,
 )
+from manager.models.model_path import PATH_PREFIXES
 from manager.models.progress import Progress, SilentProgress
 from manager.models.store import ModelMetadata, ModelStore, RepoId, StoredModel
 
 logger = logging.getLogger(__name__)
 
-# An argument that starts so names a directory, never a repo id (resolve_model's rule too).
-PATH_PREFIXES = ("/", "./", "../", "~")
 WEIGHT_PATTERNS = ("*.safetensors", "*.gguf")
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from manager.gguf.tags import GGUF_SUFFIX
 
 CONFIG_FILE = "config.json"
+# NOTE: what `gomgr start` and `models pull` take for a path, not a repo id.
+PATH_PREFIXES = ("/", "./", "../", "~")
 
 
 def is_gguf_file(path: Path) -> bool:

@@ -25,10 +25,8 @@ from manager.models.bundled import (
 from manager.models.convert import convert_gguf
 from manager.models.errors import InvalidModelDirError, ModelNotFoundError
 from manager.models.gguf_choice import choose_gguf
-from manager.models.hub import download_file, download_repo
 from manager.models.hub_listing import RepoListing, repo_listing
-from manager.models.local_import import PATH_PREFIXES
-from manager.models.model_path import CONFIG_FILE, is_gguf_file, model_path_in
+from manager.models.model_path import CONFIG_FILE, PATH_PREFIXES, is_gguf_file, model_path_in
 from manager.models.progress import Progress, SilentProgress
 from manager.models.store import ModelMetadata, ModelStore, RepoId, StoredModel
 
@@ -109,6 +107,10 @@ def resolve_model(
 
 
 def _pull_from_hub(repo_id: RepoId, store: ModelStore, progress: Progress) -> PullResult:
+    # NOTE (issue 30): the hub's download client is imported where a model is downloaded: a
+    # start of a model in the store, which a cold `gomgr start` waits on, never is.
+    from manager.models.hub import download_repo
+
     if repo_id.tag is None:
         progress.step(f"Listing {repo_id} on the hub")
         listing = repo_listing(repo_id.repo)
@@ -127,6 +129,8 @@ def _pull_gguf(
     repo_id: RepoId, listing: RepoListing, store: ModelStore, progress: Progress, *, untagged: bool
 ) -> PullResult:
     """Download the one GGUF file the (maybe bare) `repo_id` names; nothing else of the repo."""
+    from manager.models.hub import download_file
+
     choice = choose_gguf(repo_id.repo, list(listing.files), repo_id.tag)
     tagged = repo_id.with_tag(choice.tag)
     if untagged and (existing := store.get(tagged)):

@@ -5,9 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from huggingface_hub import get_token
-from huggingface_hub.errors import GatedRepoError
-
 from manager.readiness.blocker import EVERY_RUNTIME, Blocker
 
 
@@ -20,6 +17,8 @@ class TokenStatus:
 
 def hf_token() -> str | None:
     """$HF_TOKEN, else the token `huggingface-cli login` saved."""
+    from huggingface_hub import get_token
+
     return os.environ.get("HF_TOKEN") or get_token()
 
 
@@ -27,6 +26,7 @@ def check_hf_token(repo: str) -> TokenStatus:
     # NOTE (issue 30): imported here: the hub's API client is a tenth of the supervisor's
     # boot, and a start of a model already in the store never asks the hub.
     from huggingface_hub import auth_check, model_info
+    from huggingface_hub.errors import GatedRepoError
 
     token = hf_token()
     try:

@@ -6,9 +6,6 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from huggingface_hub import hf_hub_download
-from huggingface_hub.errors import NotASafetensorsRepoError
-
 from manager.manifests.engine_support import ModelTraits
 from manager.models.errors import InvalidRepoIdError
 from manager.models.model_path import is_gguf_file, model_path_in
@@ -204,6 +201,8 @@ def _remote_fit(
         try:
             weights = remote_weights(repo.repo, hf_token())
         except WeightsUnknownError as exc:
+            from huggingface_hub.errors import NotASafetensorsRepoError
+
             if not isinstance(exc.__cause__, NotASafetensorsRepoError):
                 raise
         else:
@@ -239,6 +238,11 @@ def remote_config(repo: str) -> dict[str, object]:
     NOTE: config.json is a few KB; fetching it (into the HF cache) is not the download
     the checks guard. Errors are the hub client's, handled like the weights lookup's.
     """
+    # NOTE (issue 30): imported here, as every use of the hub's client in readiness: a start
+    # of a model in the store never asks the hub, and a cold `gomgr start` waits on these
+    # imports before its engine starts (~0.05 CPU-s).
+    from huggingface_hub import hf_hub_download
+
     try:
         path = hf_hub_download(repo, "config.json", token=hf_token() or False, etag_timeout=10)
     except Exception as exc:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from manager.supervisor.front_door import serve_supervised
+from manager.supervisor.boot import boot
 from router.__main__ import parse_args
 
 
 def main() -> None:
     config, log_level = parse_args()
-    serve_supervised(config, log_level)
+    booted = boot(config)
+    if booted.start is not None:
+        # NOTE (issue 30): the web stack imports only once the handed-over start's engine
+        # runs: imported meanwhile, on this thread, it would hold the GIL from the planning.
+        booted.start.wait_spawned()
+    from manager.supervisor.front_door import serve_supervised
+
+    serve_supervised(booted, log_level)
 
 
 if __name__ == "__main__":

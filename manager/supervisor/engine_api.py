@@ -3,6 +3,8 @@ of engine state, and the CLI is its client (manager/supervisor/engine_client.py)
 
     POST   /admin/engines                  StartBody   → a stream of engine events (NDJSON)
     POST   /admin/engines/{target}/restart RestartBody → the same
+    POST   /admin/boot-start                           → the same, of the start handed over at
+                                                         boot (manager/supervisor/boot_start.py)
     DELETE /admin/engines/{target}                     → StoppedOut
     DELETE /admin/engines                              → StoppedOut (every engine)
 
@@ -16,6 +18,7 @@ behind the router's admin token (router/admin.py mounts them).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from fastapi import APIRouter
 from starlette.responses import StreamingResponse
@@ -24,9 +27,10 @@ from manager.lifecycle.reconcile import reconcile
 from manager.lifecycle.restart import restart_engine
 from manager.lifecycle.router_link import RouterLink
 from manager.lifecycle.start import start_engine
-from manager.lifecycle.start_request import Started, StartRequest
+from manager.lifecycle.start_request import Started
 from manager.lifecycle.stop import find_engines, stop_record
 from manager.state.paths import StatePaths
+from manager.supervisor.boot_start import BootStart
 from manager.supervisor.engine_messages import (
     ENGINE_NOT_FOUND,
     AnnounceEvent,
@@ -37,7 +41,7 @@ from manager.supervisor.engine_messages import (
     StoppedEngine,
     StoppedOut,
 )
-from manager.supervisor.engines import ON_DEMAND_LABEL
+from manager.supervisor.engines import requested_start
 from manager.supervisor.event_stream import (
     Cancelled,
     Emit,
@@ -47,38 +51,30 @@ from manager.supervisor.event_stream import (
 )
 from manager.supervisor.supervisor import Supervisor
 from router.errors import RouterError
-from router.keep_alive import parse_keep_alive
 
 
-def engine_routes(supervisor: Supervisor, paths: StatePaths) -> APIRouter:
+def engine_routes(supervisor: Supervisor, paths: StatePaths, boot: BootStart | None = None) -> APIRouter:
+    """The engine API; `boot`: the start handed over at the supervisor's boot, to follow."""
     routes = APIRouter()
 
     @routes.post("/engines")
     async def start(body: StartBody) -> StreamingResponse:
-        keep_alive_s = parse_keep_alive(body.keep_alive)
-        labels = dict(body.labels)
-        if keep_alive_s is not None:
-            labels[ON_DEMAND_LABEL] = "1"
-        request = StartRequest(
-            repo=body.repo, runtime=body.runtime, port=body.port, served_name=body.served_name,
-            timeout_s=body.timeout_s, gpus=body.gpus, aliases=body.aliases, variant=body.variant,
-            labels=labels, replica=body.replica, replicas=body.replicas,
-        )
+        request, keep_alive_s = requested_start(body)
 
         def work(emit: Emit, cancelled: Cancelled) -> Started:
             announce = announcer(emit)
             return start_engine(request, paths, EmittingProgress(emit, cancelled), announce, cancelled)
 
-        def finish(started: Started, emit: Emit) -> EngineEvent:
-            if keep_alive_s is not None and not supervisor.keep_alive_for(started.record, keep_alive_s):
-                emit(AnnounceEvent(
-                    text=f"keep-alive not applied: {started.record.handle.spec.served_name} is not "
-                    "a model of the store (import it with `gomgr models pull DIR --name`); the "
-                    "engine runs until stopped",
-                ))
-            return _started(started, emit)
+        return stream_events(work, _finish_start(supervisor, keep_alive_s))
 
-        return stream_events(work, finish)
+    @routes.post("/boot-start")
+    async def follow_boot_start() -> StreamingResponse:
+        if boot is None or not boot.claim():
+            raise RouterError(
+                404, "no start was handed to this supervisor as it booted, or it is followed already",
+                code=ENGINE_NOT_FOUND,
+            )
+        return stream_events(boot.follow, _finish_start(supervisor, boot.keep_alive_s))
 
     @routes.post("/engines/{target:path}/restart")
     async def restart(target: str, body: RestartBody) -> StreamingResponse:
@@ -115,6 +111,24 @@ async def _stop(supervisor: Supervisor, paths: StatePaths, target: str | None) -
         if not await supervisor.unload_engine(record.id):
             await asyncio.to_thread(stop_record, record, paths, link)
     return StoppedOut(stopped=tuple(StoppedEngine.of(r) for r in chosen))
+
+
+def _finish_start(
+    supervisor: Supervisor, keep_alive_s: float | None
+) -> Callable[[Started, Emit], EngineEvent]:
+    """A start's last event; an engine started with a keep-alive becomes the supervisor's to
+    unload once idle that long."""
+
+    def finish(started: Started, emit: Emit) -> EngineEvent:
+        if keep_alive_s is not None and not supervisor.keep_alive_for(started.record, keep_alive_s):
+            emit(AnnounceEvent(
+                text=f"keep-alive not applied: {started.record.handle.spec.served_name} is not "
+                "a model of the store (import it with `gomgr models pull DIR --name`); the "
+                "engine runs until stopped",
+            ))
+        return _started(started, emit)
+
+    return finish
 
 
 def _started(started: Started, _emit: Emit) -> EngineEvent:

@@ -53,13 +53,13 @@ class EngineClient:
         self, request: StartRequest, progress: Progress, announce: Callable[[str], None],
         keep_alive: str | None = None,
     ) -> Started:
-        body = StartBody(
-            repo=request.repo, runtime=request.runtime, port=request.port,
-            served_name=request.served_name, timeout_s=request.timeout_s, gpus=request.gpus,
-            aliases=request.aliases, variant=request.variant, labels=request.labels,
-            replica=request.replica, replicas=request.replicas, keep_alive=keep_alive,
-        )
+        body = StartBody.of(request, keep_alive)
         return self._started(self._events("/engines", body.model_dump_json(), progress, announce))
+
+    def follow_boot_start(self, progress: Progress, announce: Callable[[str], None]) -> Started:
+        """Follow the start handed to the supervisor as this command booted it
+        (manager/supervisor/boot_start.py), as `start` follows its own."""
+        return self._started(self._events("/boot-start", "", progress, announce))
 
     def apply(
         self, file: Path, timeout_s: float, progress: Progress,

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from manager.lifecycle.start_request import StartRequest
 from manager.state.records import EngineRecord
 
 NDJSON = "application/x-ndjson"
@@ -38,6 +39,15 @@ class StartBody(_Message):
     replicas: int = Field(default=1, ge=1)
     # NOTE: None pins the engine (never unloaded when idle); else Ollama's keep_alive.
     keep_alive: str | float | None = None
+
+    @classmethod
+    def of(cls, request: StartRequest, keep_alive: str | None = None) -> StartBody:
+        return cls(
+            repo=request.repo, runtime=request.runtime, port=request.port,
+            served_name=request.served_name, timeout_s=request.timeout_s, gpus=request.gpus,
+            aliases=request.aliases, variant=request.variant, labels=request.labels,
+            replica=request.replica, replicas=request.replicas, keep_alive=keep_alive,
+        )
 
 
 class RestartBody(_Message):

@@ -19,7 +19,9 @@ from manager.models.progress import SilentProgress
 from manager.runtimes.registry import get_runtime
 from manager.state.paths import StatePaths
 from manager.state.records import EngineRecord, RecordStore
+from manager.supervisor.engine_messages import StartBody
 from manager.supervisor.footprint import Footprint
+from router.keep_alive import parse_keep_alive
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,21 @@ def start_on_demand(
         kv_tokens=footprint.context_tokens if footprint else None,
     )
     return start_engine(request, paths, SilentProgress(), logger.info).record
+
+
+def requested_start(body: StartBody) -> tuple[StartRequest, float | None]:
+    """The start `body` asks for, and its keep-alive in seconds (None: pinned, never unloaded
+    when idle); RouterError (400) for a keep-alive that does not parse."""
+    keep_alive_s = parse_keep_alive(body.keep_alive)
+    labels = dict(body.labels)
+    if keep_alive_s is not None:
+        labels[ON_DEMAND_LABEL] = "1"
+    request = StartRequest(
+        repo=body.repo, runtime=body.runtime, port=body.port, served_name=body.served_name,
+        timeout_s=body.timeout_s, gpus=body.gpus, aliases=body.aliases, variant=body.variant,
+        labels=labels, replica=body.replica, replicas=body.replicas,
+    )
+    return request, keep_alive_s
 
 
 def failure_message(exc: BaseException) -> str:

@@ -9,9 +9,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import TypeVar
-
-from starlette.responses import StreamingResponse
+from typing import TYPE_CHECKING, TypeVar
 
 from manager.lifecycle.errors import LifecycleError, StartCancelled
 from manager.models.errors import ModelError
@@ -24,6 +22,11 @@ from manager.supervisor.engine_messages import (
     StepEvent,
     TransferredEvent,
 )
+
+# NOTE (issue 30): starlette is imported where a stream is made, so a booting supervisor
+# begins the start handed to it (manager/supervisor/boot_start.py) before the web stack.
+if TYPE_CHECKING:
+    from starlette.responses import StreamingResponse
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +65,8 @@ def stream_events(
     """`work` in a worker thread; `finish` turns its result into the last event, in the event
     loop (so it may change the supervisor's state). A LifecycleError or ModelError from
     `work` ends the stream with a `failed` event instead."""
+    from starlette.responses import StreamingResponse
+
     return StreamingResponse(_stream(work, finish), media_type=NDJSON)
 
 

@@ -55,9 +55,11 @@ EXPIRY_WRITE_SLACK_S = 1.0
 class Supervisor(ModelLoader):
     def __init__(
         self, paths: StatePaths, store: ModelStore, registry: Registry, settings: SupervisorSettings,
-        memory: MemoryProbe | None = None,
+        memory: MemoryProbe | None = None, adopt: tuple[EngineRecord, ...] | None = None,
     ) -> None:
+        """`adopt`: the engines to route as it starts (None: those running then)."""
         self._paths = paths
+        self._adopt_at_start = adopt
         self._store = store
         self._registry = registry
         self._settings = settings
@@ -75,7 +77,8 @@ class Supervisor(ModelLoader):
     # -- ModelLoader ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        for record in await asyncio.to_thread(running_engines, self._paths):
+        found = self._adopt_at_start
+        for record in found if found is not None else await asyncio.to_thread(running_engines, self._paths):
             self._adopt(record)
         await self._exits.start()
         self._reaper = asyncio.create_task(self._reap(), name="supervisor reaper")
