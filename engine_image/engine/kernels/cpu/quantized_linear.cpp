@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -53,6 +54,22 @@ Kernel resolve(int64_t format, int64_t isa) {
   TORCH_CHECK(isa != 1 || has_vnni(), "the AVX-512 VNNI kernel needs a CPU with avx512_vnni (and avx512bw, avx512vl)");
   return (isa == 1 || (isa == -1 && has_vnni())) ? Kernel::kVnni : Kernel::kAvx2Int;
 }
+
+// fn(i) for i in 0 .. count - 1, each i handed to the next thread that comes free: a thread
+// the OS preempts (another process on the cores) or wakes late holds up only the item it is
+// in, where a static split of the items leaves the others idle for the rest of its share.
+template <typename F>
+void parallel_items(int64_t count, const F& fn) {
+  std::atomic<int64_t> next{0};
+  at::parallel_for(0, std::min<int64_t>(at::get_num_threads(), count), 1, [&](int64_t, int64_t) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < count; i = next.fetch_add(1, std::memory_order_relaxed))
+      fn(i);
+  });
+}
+
+// Panels per work item: enough multiply-adds (~1 M, ~10 us) that handing an item out (an
+// atomic add on a line the other cores share) costs little.
+int64_t panels_per_item(int64_t rows, int64_t K) { return std::max<int64_t>(1, (1 << 20) / (rows * K * kCols)); }
 
 int64_t panel_bytes(Format f, int64_t K) {
   if (f == kBF16) return (K + 1) / 2 * 2 * kCols * 2;
@@ -230,12 +247,15 @@ at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& 
   const Operands ops(x, panels, formats, out_features, bias, isa);
   at::Tensor out = at::empty({ops.M, ops.N}, x.options());
   float* yp = out.data_ptr<float>();
-  for (int64_t r0 = 0; r0 < ops.M; r0 += kRowBlock) {
-    const int64_t rows = std::min(kRowBlock, ops.M - r0);
-    at::parallel_for(0, ops.total_panels, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t pi = begin; pi < end; ++pi) ops.panel(pi, r0, rows, yp + r0 * ops.N + ops.column(pi), ops.N);
-    });
-  }
+  // NOTE: one parallel region for all row blocks and panels (row block major, so that a block
+  // of x stays in cache while the threads go through the weight).
+  const int64_t blocks = (ops.M + kRowBlock - 1) / kRowBlock;
+  const int64_t step = panels_per_item(std::min(kRowBlock, ops.M), ops.K), items = (ops.total_panels + step - 1) / step;
+  parallel_items(blocks * items, [&](int64_t i) {
+    const int64_t r0 = i / items * kRowBlock, rows = std::min(kRowBlock, ops.M - r0), p0 = i % items * step;
+    for (int64_t pi = p0; pi < std::min(p0 + step, ops.total_panels); ++pi)
+      ops.panel(pi, r0, rows, yp + r0 * ops.N + ops.column(pi), ops.N);
+  });
   return out;
 }
 
@@ -247,21 +267,21 @@ at::Tensor quantized_gate_up(const at::Tensor& x, const std::vector<at::Tensor>&
   const int64_t width = out_features[0], gate_panels = ops.parts[1].first_panel;
   at::Tensor out = at::empty({ops.M, width}, x.options());
   float* yp = out.data_ptr<float>();
-  for (int64_t r0 = 0; r0 < ops.M; r0 += kRowBlock) {
-    const int64_t rows = std::min(kRowBlock, ops.M - r0);
-    at::parallel_for(0, gate_panels, 1, [&](int64_t begin, int64_t end) {
-      // NOTE: a panel pair's gate and up tiles stay in this thread's cache: the [M, 2 x width]
-      // product is never written, nor read back by a separate SiLU pass.
-      float gate[kRowBlock * kCols], up[kRowBlock * kCols];
-      for (int64_t p = begin; p < end; ++p) {
-        ops.panel(p, r0, rows, gate, kCols);
-        ops.panel(gate_panels + p, r0, rows, up, kCols);
-        const int64_t cols = std::min(kCols, width - p * kCols);
-        for (int64_t m = 0; m < rows; ++m)
-          gomgr_cpu::silu_mul_row(gate + m * kCols, up + m * kCols, yp + (r0 + m) * width + p * kCols, cols);
-      }
-    });
-  }
+  const int64_t blocks = (ops.M + kRowBlock - 1) / kRowBlock;
+  const int64_t step = panels_per_item(2 * std::min(kRowBlock, ops.M), ops.K), items = (gate_panels + step - 1) / step;
+  parallel_items(blocks * items, [&](int64_t i) {
+    const int64_t r0 = i / items * kRowBlock, rows = std::min(kRowBlock, ops.M - r0), p0 = i % items * step;
+    // NOTE: a panel pair's gate and up tiles stay in this thread's cache: the [M, 2 x width]
+    // product is never written, nor read back by a separate SiLU pass.
+    float gate[kRowBlock * kCols], up[kRowBlock * kCols];
+    for (int64_t p = p0; p < std::min(p0 + step, gate_panels); ++p) {
+      ops.panel(p, r0, rows, gate, kCols);
+      ops.panel(gate_panels + p, r0, rows, up, kCols);
+      const int64_t cols = std::min(kCols, width - p * kCols);
+      for (int64_t m = 0; m < rows; ++m)
+        gomgr_cpu::silu_mul_row(gate + m * kCols, up + m * kCols, yp + (r0 + m) * width + p * kCols, cols);
+    }
+  });
   return out;
 }
 
