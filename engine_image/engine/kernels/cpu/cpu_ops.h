@@ -2,9 +2,11 @@
 // TORCH_LIBRARY_FRAGMENT), for kernels that chain them without a trip through Python.
 #pragma once
 
+#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -29,6 +31,18 @@ void silu_and_mul(const at::Tensor& gate_up, const at::Tensor& out);
 inline void silu_mul_row(const float* gate, const float* up, float* dst, int64_t width) {
 #pragma omp simd
   for (int64_t i = 0; i < width; ++i) dst[i] = gate[i] / (1.f + expf(std::min(-gate[i], 88.f))) * up[i];
+}
+
+// fn(i) for i in 0 .. count - 1, each i handed to the next thread that comes free: a thread
+// the OS preempts (another process on the cores) or wakes late holds up only the item it is
+// in, where a static split of the items leaves the others idle for the rest of its share.
+template <typename F>
+void parallel_items(int64_t count, const F& fn) {
+  std::atomic<int64_t> next{0};
+  at::parallel_for(0, std::min<int64_t>(at::get_num_threads(), count), 1, [&](int64_t, int64_t) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < count; i = next.fetch_add(1, std::memory_order_relaxed))
+      fn(i);
+  });
 }
 
 }  // namespace gomgr_cpu

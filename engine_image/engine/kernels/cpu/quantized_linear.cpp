@@ -17,7 +17,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -53,18 +52,6 @@ Kernel resolve(int64_t format, int64_t isa) {
   }
   TORCH_CHECK(isa != 1 || has_vnni(), "the AVX-512 VNNI kernel needs a CPU with avx512_vnni (and avx512bw, avx512vl)");
   return (isa == 1 || (isa == -1 && has_vnni())) ? Kernel::kVnni : Kernel::kAvx2Int;
-}
-
-// fn(i) for i in 0 .. count - 1, each i handed to the next thread that comes free: a thread
-// the OS preempts (another process on the cores) or wakes late holds up only the item it is
-// in, where a static split of the items leaves the others idle for the rest of its share.
-template <typename F>
-void parallel_items(int64_t count, const F& fn) {
-  std::atomic<int64_t> next{0};
-  at::parallel_for(0, std::min<int64_t>(at::get_num_threads(), count), 1, [&](int64_t, int64_t) {
-    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < count; i = next.fetch_add(1, std::memory_order_relaxed))
-      fn(i);
-  });
 }
 
 // Panels per work item: enough multiply-adds (~1 M, ~10 us) that handing an item out (an
@@ -251,7 +238,7 @@ at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& 
   // of x stays in cache while the threads go through the weight).
   const int64_t blocks = (ops.M + kRowBlock - 1) / kRowBlock;
   const int64_t step = panels_per_item(std::min(kRowBlock, ops.M), ops.K), items = (ops.total_panels + step - 1) / step;
-  parallel_items(blocks * items, [&](int64_t i) {
+  gomgr_cpu::parallel_items(blocks * items, [&](int64_t i) {
     const int64_t r0 = i / items * kRowBlock, rows = std::min(kRowBlock, ops.M - r0), p0 = i % items * step;
     for (int64_t pi = p0; pi < std::min(p0 + step, ops.total_panels); ++pi)
       ops.panel(pi, r0, rows, yp + r0 * ops.N + ops.column(pi), ops.N);
@@ -269,7 +256,7 @@ at::Tensor quantized_gate_up(const at::Tensor& x, const std::vector<at::Tensor>&
   float* yp = out.data_ptr<float>();
   const int64_t blocks = (ops.M + kRowBlock - 1) / kRowBlock;
   const int64_t step = panels_per_item(2 * std::min(kRowBlock, ops.M), ops.K), items = (gate_panels + step - 1) / step;
-  parallel_items(blocks * items, [&](int64_t i) {
+  gomgr_cpu::parallel_items(blocks * items, [&](int64_t i) {
     const int64_t r0 = i / items * kRowBlock, rows = std::min(kRowBlock, ops.M - r0), p0 = i % items * step;
     // NOTE: a panel pair's gate and up tiles stay in this thread's cache: the [M, 2 x width]
     // product is never written, nor read back by a separate SiLU pass.
