@@ -150,7 +150,8 @@ void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tens
   const float cap = static_cast<float>(logit_cap);
 
   // NOTE: tasks handed out as threads come free: a prefill's tasks (one per new token) grow
-  // with the token's position, so equal static shares of them are unequal work.
+  // with the token's position, so equal static shares of them are unequal work (one
+  // 512-token prompt: 5.1 -> 3.3-3.8 ms on 2 cores).
   parallel_items(batch * kv_heads, [&](int64_t task) {
     thread_local std::vector<float> scores;
     const int64_t b = task / kv_heads;
