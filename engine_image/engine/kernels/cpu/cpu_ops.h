@@ -2,9 +2,11 @@
 // TORCH_LIBRARY_FRAGMENT), for kernels that chain them without a trip through Python.
 #pragma once
 
+#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -29,6 +31,27 @@ void silu_and_mul(const at::Tensor& gate_up, const at::Tensor& out);
 inline void silu_mul_row(const float* gate, const float* up, float* dst, int64_t width) {
 #pragma omp simd
   for (int64_t i = 0; i < width; ++i) dst[i] = gate[i] / (1.f + expf(std::min(-gate[i], 88.f))) * up[i];
+}
+
+// fn(i) for i in 0 .. count - 1, in runs of consecutive i that the threads take as they come
+// free (OpenMP's guided schedule): a run is a share of what is left, so the first runs are
+// long (few atomic adds, neighbouring items on one core's cache) and the last ones short. A
+// thread the OS preempts (another process on the cores) or wakes late then holds up only the
+// short run it is in, and items of unequal work (a prefill's tokens) still end level, where a
+// static split leaves the other threads idle for the rest of the slow share.
+template <typename F>
+void parallel_items(int64_t count, const F& fn) {
+  std::atomic<int64_t> next{0};
+  const int64_t threads = std::min<int64_t>(at::get_num_threads(), count);
+  at::parallel_for(0, threads, 1, [&](int64_t, int64_t) {
+    int64_t start = next.load(std::memory_order_relaxed);
+    while (start < count) {
+      const int64_t run = std::max<int64_t>(1, (count - start) / (2 * threads));
+      if (!next.compare_exchange_weak(start, start + run, std::memory_order_relaxed)) continue;
+      for (int64_t i = start; i < std::min(start + run, count); ++i) fn(i);
+      start = next.load(std::memory_order_relaxed);
+    }
+  });
 }
 
 }  // namespace gomgr_cpu

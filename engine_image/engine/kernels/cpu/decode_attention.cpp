@@ -149,24 +149,25 @@ void decode_attention(const at::Tensor& q, const at::Tensor& out, const at::Tens
   const float sc = static_cast<float>(scale);
   const float cap = static_cast<float>(logit_cap);
 
-  at::parallel_for(0, batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores;
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t b = task / kv_heads;
-      const int64_t h = task % kv_heads;
-      const int64_t first = window > 0 ? std::max<int64_t>(lens[b] - window, 0) : 0;
-      const Head head{k_ptr + h * D, v_ptr + h * D, kv_heads * D, r2t + rows[b] * r2t_stride + first, lens[b] - first};
-      scores.resize(std::min<int64_t>(group, 4) * head.len);
-      const int64_t offset = b * heads * D + h * group * D;
-      const float* qh = q_ptr + offset;
-      float* oh = out_ptr + offset;
-      switch (D) {
-        case 16: attend_group<16>(qh, group, sc, cap, head, scores.data(), oh); break;
-        case 32: attend_group<32>(qh, group, sc, cap, head, scores.data(), oh); break;
-        case 64: attend_group<64>(qh, group, sc, cap, head, scores.data(), oh); break;
-        case 128: attend_group<128>(qh, group, sc, cap, head, scores.data(), oh); break;
-        default: attend_group<256>(qh, group, sc, cap, head, scores.data(), oh); break;
-      }
+  // NOTE: tasks handed out as threads come free: a prefill's tasks (one per new token) grow
+  // with the token's position, so equal static shares of them are unequal work (one
+  // 512-token prompt: 5.1 -> 3.3-3.8 ms on 2 cores).
+  parallel_items(batch * kv_heads, [&](int64_t task) {
+    thread_local std::vector<float> scores;
+    const int64_t b = task / kv_heads;
+    const int64_t h = task % kv_heads;
+    const int64_t first = window > 0 ? std::max<int64_t>(lens[b] - window, 0) : 0;
+    const Head head{k_ptr + h * D, v_ptr + h * D, kv_heads * D, r2t + rows[b] * r2t_stride + first, lens[b] - first};
+    scores.resize(std::min<int64_t>(group, 4) * head.len);
+    const int64_t offset = b * heads * D + h * group * D;
+    const float* qh = q_ptr + offset;
+    float* oh = out_ptr + offset;
+    switch (D) {
+      case 16: attend_group<16>(qh, group, sc, cap, head, scores.data(), oh); break;
+      case 32: attend_group<32>(qh, group, sc, cap, head, scores.data(), oh); break;
+      case 64: attend_group<64>(qh, group, sc, cap, head, scores.data(), oh); break;
+      case 128: attend_group<128>(qh, group, sc, cap, head, scores.data(), oh); break;
+      default: attend_group<256>(qh, group, sc, cap, head, scores.data(), oh); break;
     }
   });
 }
