@@ -5,6 +5,7 @@ Triton kernels over the paged KV pool (shuffled slots) against SDPA on dense, co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -35,8 +36,6 @@ def _paged_kv(
 
 
 def _decode_row(shape: Shape, batch: int, length: int, device: torch.device) -> dict[str, Any]:
-    from triton.testing import do_bench
-
     from engine.kernels.triton.decode_attention import decode_attention
 
     heads, kv_heads, head_dim = shape.attention_heads
@@ -52,19 +51,11 @@ def _decode_row(shape: Shape, batch: int, length: int, device: torch.device) -> 
     def sdpa(keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(q.unsqueeze(2), keys, values, enable_gqa=True)
 
-    return {
-        "model": shape.key,
-        "kernel": "decode",
-        "shape": f"B={batch} L={length}",
-        "triton_ms": do_bench(ours),
-        "sdpa_dense_ms": do_bench(lambda: sdpa(dense_k, dense_v)),
-        "gather_sdpa_ms": do_bench(lambda: sdpa(k_buf[r2t].transpose(1, 2), v_buf[r2t].transpose(1, 2))),
-    }
+    paged = (k_buf, v_buf, r2t, dense_k, dense_v)
+    return _timed_row(shape, "decode", f"B={batch} L={length}", ours, sdpa, paged)
 
 
 def _extend_row(shape: Shape, batch: int, prefix: int, new: int, device: torch.device) -> dict[str, Any]:
-    from triton.testing import do_bench
-
     from engine.kernels.triton.extend_attention import extend_attention
 
     heads, kv_heads, head_dim = shape.attention_heads
@@ -88,10 +79,27 @@ def _extend_row(shape: Shape, batch: int, prefix: int, new: int, device: torch.d
             return F.scaled_dot_product_attention(dense_q, keys, values, is_causal=True, enable_gqa=True)
         return F.scaled_dot_product_attention(dense_q, keys, values, attn_mask=mask, enable_gqa=True)
 
+    paged = (k_buf, v_buf, r2t, dense_k, dense_v)
+    return _timed_row(shape, "extend", f"B={batch} prefix={prefix} new={new}", ours, sdpa, paged)
+
+
+def _timed_row(
+    shape: Shape,
+    kernel: str,
+    label: str,
+    ours: Callable[[], torch.Tensor],
+    sdpa: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    paged: tuple[torch.Tensor, ...],
+) -> dict[str, Any]:
+    """Median ms of our kernel, of SDPA on dense K/V, and of SDPA on K/V gathered from the
+    pool (``paged``: the pool's K and V, the request table, the dense K and V)."""
+    from triton.testing import do_bench
+
+    k_buf, v_buf, r2t, dense_k, dense_v = paged
     return {
         "model": shape.key,
-        "kernel": "extend",
-        "shape": f"B={batch} prefix={prefix} new={new}",
+        "kernel": kernel,
+        "shape": label,
         "triton_ms": do_bench(ours),
         "sdpa_dense_ms": do_bench(lambda: sdpa(dense_k, dense_v)),
         "gather_sdpa_ms": do_bench(lambda: sdpa(k_buf[r2t].transpose(1, 2), v_buf[r2t].transpose(1, 2))),

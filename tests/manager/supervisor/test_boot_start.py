@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -23,6 +23,7 @@ from manager.state.records import RecordStore
 from manager.supervisor.engine_messages import StartBody
 from tests.conftest import SMOLLM2_REPO
 from tests.support.gomgr_env import Env
+from tests.support.waiting import wait_until
 
 WAIT_S = 120.0
 # NOTE: the CLI's part, played by a script: start the supervisor with a start handed over,
@@ -39,11 +40,8 @@ while not RecordStore(StatePaths.from_env()).all():
 """
 
 
-def _wait(condition: object, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
+def _wait(condition: Callable[[], object], what: str) -> None:
+    wait_until(condition, what, WAIT_S, poll_s=0.1)
 
 
 def _gone(pid: int) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
+from collections.abc import Callable
 
 import httpx
 import psutil
@@ -17,17 +17,15 @@ import pytest
 from manager.state.records import RecordStore
 from tests.conftest import SMOLLM2_REPO
 from tests.support.gomgr_env import GOMGR, Env
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 WAIT_S = 120.0
 
 
-def _wait(condition: object, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
+def _wait(condition: Callable[[], object], what: str) -> None:
+    wait_until(condition, what, WAIT_S, poll_s=0.2)
 
 
 def test_bad_keep_alive_is_a_usage_error(env: Env) -> None:
