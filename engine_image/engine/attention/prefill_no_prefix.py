@@ -1,9 +1,9 @@
 """Prefill attention for a batch in which no request has a cached prefix (fresh prompts).
 
 Each request then attends causally over its own new tokens only, so its keys and values are
-the forward's own contiguous ``k``/``v``, read where they lie instead of gathered back from
-the page-size-1 pool through ``req_to_token`` (the backend still writes them to the pool, for
-the decode steps that follow). The Triton backend sends such batches here and keeps its
+just the forward's new rows, handed over contiguous (the Triton backend writes them to the
+pool, RoPE fused into that write, and reads those rows back with one gather of their slots)
+instead of read through ``req_to_token`` per query block by the extend kernel. The Triton backend sends such batches here and keeps its
 extend kernel for the rest: a batch in which any request has a cached prefix (radix hits,
 chunked prefill's later chunks), a logit cap, and CUDA devices or dtypes FlashAttention does
 not run on.

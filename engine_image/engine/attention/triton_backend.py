@@ -39,8 +39,8 @@ class _ExtendMetadata:
     extend_lens: torch.Tensor  # [B] new tokens per request
     prefix_lens: torch.Tensor  # [B] cached tokens per request
     max_extend_len: int
-    # NOTE: set when no request has a cached prefix: its layers attend over their own k/v
-    # (prefill_no_prefix.py) instead of reading them back from the pool.
+    # NOTE: set when no request has a cached prefix: its layers attend over the new tokens'
+    # k/v alone (prefill_no_prefix.py) instead of through the extend kernel.
     fresh: FreshPrefill | None
 
 
