@@ -89,6 +89,11 @@ class RouterDaemon:
         answers; True once it does, False (and nothing started) when one of this directory runs."""
         if self.running():
             return False
+        return self.wait_started(self.launch(env), timeout_s)
+
+    def launch(self, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """The router's process, launched detached with `env` added to its environment; it
+        is ours once `wait_started` has seen it answer."""
         self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         command = [
             sys.executable, "-m", self.module, "--host", self.host, "--port", str(self.port),
@@ -96,10 +101,14 @@ class RouterDaemon:
         ]
         with open(self.log_path, "ab") as log:
             # NOTE: a new session: the router outlives the command that started it.
-            process = subprocess.Popen(
+            return subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True, env={**os.environ, **(env or {})},
             )
+
+    def wait_started(self, process: subprocess.Popen[bytes], timeout_s: float = START_TIMEOUT_S) -> bool:
+        """Wait until the `launch`ed router answers /health and record it (True); the router
+        ended with RouterDaemonError if it exits first or does not answer in time."""
         found = RouterProcess(
             pid=process.pid, create_time=psutil.Process(process.pid).create_time(),
             host=self.host, port=self.port, token_file=str(self.token_file), log_path=str(self.log_path),

@@ -1,6 +1,7 @@
 """The `gomgr` command line: a thin face over manager/. Typed errors become one line.
 
-app.py          the typer app: global options, sub-commands wired together
+commands.py     the typer app: global options, sub-commands wired together
+early_start.py  `gomgr start`'s first act, from argv, before the typer app is imported
 engines.py      start, stop, restart, ps, logs, tui
 apply.py        apply -f engines.yaml [--dry-run | --watch]
 models.py       models pull / list / rm
@@ -9,6 +10,23 @@ output.py       errors as one line and an exit code, progress, tables
 completion.py   shell completion of engine names and model repos
 """
 
-from manager.cli.app import app
+from __future__ import annotations
 
-__all__ = ["app"]
+import sys
+
+
+def app() -> None:
+    """The `gomgr` console script (pyproject.toml: `manager.cli:app`).
+
+    NOTE (issue 30): a plain `gomgr start` begins its start from argv first
+    (manager/cli/early_start.py), so the supervisor plans it while typer and the rest of the
+    command import; the typer app then runs as for any command and follows that start.
+    """
+    early = None
+    if sys.argv[1:2] == ["start"]:
+        from manager.cli.early_start import begin_early_start
+
+        early = begin_early_start(sys.argv[1:])
+    from manager.cli.commands import app as commands
+
+    commands(obj=early)
