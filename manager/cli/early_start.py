@@ -50,7 +50,7 @@ class EarlyStart:
 
 def begin_early_start(argv: list[str]) -> EarlyStart | None:
     """The start `argv` asks for, begun; None where it is not a plain start (see above) or
-    nothing could be begun (no token file, a router of ours booting): typer's turn."""
+    nothing could be begun (no token file, a router recorded but not answering): typer's turn."""
     body = start_body(argv)
     if body is None or os.environ.get(COMPLETE_ENV):
         return None
@@ -64,7 +64,9 @@ def begin_early_start(argv: list[str]) -> EarlyStart | None:
         pass
     except Exception:  # noqa: BLE001 - the command meets it again and reports it
         return None
-    if link.daemon.running() is not None:
+    if link.daemon.record_path.exists():
+        # NOTE: a router of this state directory is recorded (running elsewhere, or a stale
+        # record): the command sorts that out (RouterDaemon.running).
         return None
     return EarlyStart(body, booting=link.daemon.launch({BOOT_START_ENV: body}))
 

@@ -7,13 +7,11 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from manager.lifecycle.errors import RouterUnavailable
 from manager.state.paths import DEFAULT_ROUTER_HOST, StatePaths, router_port
-from manager.state.records import EngineRecord
 from router.daemon import START_POLL_S, RouterDaemon, RouterDaemonError
 
 ADMIN_TIMEOUT_S = 10.0
@@ -27,8 +25,11 @@ VERIFY_TLS = False
 if TYPE_CHECKING:
     import http.client
     import subprocess
+    from concurrent.futures import Future
 
     import httpx
+
+    from manager.state.records import EngineRecord
 
 # NOTE: the background router is the supervised one (issue #23): the router plus the loader
 # that starts a store model's engine on its first request.
@@ -174,12 +175,14 @@ class RouterLink:
         NOTE (issue 30): http.client, not httpx: `gomgr start` sends its request before it
         imports anything else (manager/cli/early_start.py).
         """
+        sock = socket.create_connection((self.daemon.host, self.daemon.port), timeout=CONNECT_TIMEOUT_S)
+        # NOTE: imported once something listens (~0.02 CPU-s): a cold start launches first.
         import http.client
 
-        connection = http.client.HTTPConnection(self.daemon.host, self.daemon.port, timeout=CONNECT_TIMEOUT_S)
+        connection = http.client.HTTPConnection(self.daemon.host, self.daemon.port)
+        connection.sock = sock
         try:
-            connection.connect()
-            connection.sock.settimeout(None)
+            sock.settimeout(None)
             headers = {**self.admin_headers(), "content-type": "application/json"}
             connection.request("POST", f"/admin{path}", body=body.encode(), headers=headers)
         except BaseException:
@@ -189,6 +192,8 @@ class RouterLink:
 
 
 def _on_thread(work: Callable[[], bool], name: str) -> Future[bool]:
+    from concurrent.futures import Future
+
     done: Future[bool] = Future()
 
     def run() -> None:
