@@ -43,7 +43,6 @@ class EarlyStart:
     """A start begun from argv: `sent` on the supervisor that answered (its reply unread), or
     handed over to the supervisor `booting` (launched, not yet answering)."""
 
-    body: str  # the StartBody's JSON
     sent: http.client.HTTPConnection | None = None
     booting: subprocess.Popen[bytes] | None = None
 
@@ -59,7 +58,7 @@ def begin_early_start(argv: list[str]) -> EarlyStart | None:
     except ValueError:  # NOTE: a bad $GOMGR_ROUTER_PORT: the command says so
         return None
     try:
-        return EarlyStart(body, sent=link.send_admin("/engines", body))
+        return EarlyStart(sent=link.send_admin("/engines", body))
     except ConnectionRefusedError:
         pass
     except Exception:  # noqa: BLE001 - the command meets it again and reports it
@@ -68,7 +67,10 @@ def begin_early_start(argv: list[str]) -> EarlyStart | None:
         # NOTE: a router of this state directory is recorded (running elsewhere, or a stale
         # record): the command sorts that out (RouterDaemon.running).
         return None
-    return EarlyStart(body, booting=link.daemon.launch({BOOT_START_ENV: body}))
+    try:
+        return EarlyStart(booting=link.daemon.launch({BOOT_START_ENV: body}))
+    except OSError:  # NOTE: e.g. a state directory it may not write: the command says so
+        return None
 
 
 def start_body(argv: list[str]) -> str | None:
