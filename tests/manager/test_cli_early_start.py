@@ -18,6 +18,7 @@ from manager.cli.early_start import start_body
 from manager.lifecycle.start_request import StartRequest
 from manager.lifecycle.start_timeout import DEFAULT_START_TIMEOUT_S
 from manager.supervisor.engine_messages import StartBody
+from router.daemon import RouterDaemon
 from tests.support.gomgr_env import Env
 
 
@@ -90,3 +91,17 @@ def test_a_cold_start_that_typer_refuses_launches_nothing(tmp_path: Path) -> Non
     assert not env.daemon().log_path.exists()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", env.router_port), timeout=1).close()
+
+
+def test_a_start_posted_to_a_router_without_the_engine_api_is_one_line(tmp_path: Path) -> None:
+    env = Env.isolated(tmp_path, tmp_path / "models")
+    daemon = env.daemon()
+    bare = RouterDaemon(daemon.run_dir, daemon.host, daemon.port, daemon.token_file)
+    bare.start()  # NOTE: the bare router (python -m router): it answers, with no engine API
+    try:
+        result = env.gomgr("start", "acme/m", "--runtime", "process")
+    finally:
+        bare.stop()
+    assert result.returncode == 5, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "not gomgr's supervisor" in line
