@@ -20,10 +20,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import psutil
-
+# NOTE (issue 30): psutil and httpx are imported where a router is checked or waited for: a
+# cold `gomgr start` launches its supervisor first (manager/cli/early_start.py).
 if TYPE_CHECKING:
     import httpx
+    import psutil
 
 START_TIMEOUT_S = 30.0
 # NOTE (issue 30): a cold `gomgr start` waits on this loop before it can even ask for the
@@ -89,6 +90,11 @@ class RouterDaemon:
         answers; True once it does, False (and nothing started) when one of this directory runs."""
         if self.running():
             return False
+        return self.wait_started(self.launch(env), timeout_s)
+
+    def launch(self, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """The router's process, launched detached with `env` added to its environment; it
+        is ours once `wait_started` has seen it answer."""
         self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         command = [
             sys.executable, "-m", self.module, "--host", self.host, "--port", str(self.port),
@@ -96,10 +102,16 @@ class RouterDaemon:
         ]
         with open(self.log_path, "ab") as log:
             # NOTE: a new session: the router outlives the command that started it.
-            process = subprocess.Popen(
+            return subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True, env={**os.environ, **(env or {})},
             )
+
+    def wait_started(self, process: subprocess.Popen[bytes], timeout_s: float = START_TIMEOUT_S) -> bool:
+        """Wait until the `launch`ed router answers /health and record it (True); the router
+        ended with RouterDaemonError if it exits first or does not answer in time."""
+        import psutil
+
         found = RouterProcess(
             pid=process.pid, create_time=psutil.Process(process.pid).create_time(),
             host=self.host, port=self.port, token_file=str(self.token_file), log_path=str(self.log_path),
@@ -156,6 +168,8 @@ def _healthy(client: httpx.Client, url: str) -> bool:
 
 
 def _process(found: RouterProcess) -> psutil.Process | None:
+    import psutil
+
     try:
         process = psutil.Process(found.pid)
         # NOTE: a pid reused by another program after a reboot or crash has another start time.
@@ -167,6 +181,8 @@ def _process(found: RouterProcess) -> psutil.Process | None:
 
 
 def _end(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    import psutil
+
     try:
         process = psutil.Process(pid)
         process.send_signal(signal.SIGTERM)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import orjson
-from starlette.requests import Request
-from starlette.responses import Response
+
+# NOTE (issue 30): starlette (~0.04 CPU-s) is imported where a response is made: the
+# supervisor reads these errors while it plans the start a cold `gomgr start` handed it,
+# before its web stack (manager/supervisor/boot.py).
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 
 class RouterError(Exception):
@@ -32,6 +39,8 @@ class RouterError(Exception):
         return error_body(self.message, self.type, self.code, self.param)
 
     def response(self) -> Response:
+        from starlette.responses import Response
+
         return Response(
             self.body(), status_code=self.status, headers=self.headers, media_type="application/json"
         )

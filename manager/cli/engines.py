@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from concurrent.futures import Future
 
+    from manager.cli.early_start import EarlyStart
     from manager.lifecycle.start_request import Started, StartRequest
     from manager.models.progress import Progress
     from manager.supervisor.engine_client import EngineClient
@@ -66,6 +67,7 @@ def _keep_alive_option(value: str | None) -> str | None:
 
 
 def start(
+    ctx: typer.Context,
     repo: Annotated[
         str,
         typer.Argument(
@@ -128,19 +130,31 @@ def start(
         )
         for i in range(replicas)
     ]
-    # NOTE (issue 30): a supervisor that has to be started gets the start with it and begins
-    # it as it boots, before its own web stack (manager/supervisor/boot_start.py); it boots
-    # while this process imports the rest of the command.
+    # NOTE (issue 30): a plain start was begun from argv before this command imported
+    # (manager/cli/early_start.py): sent to the supervisor, or handed to the one it launched.
+    early: EarlyStart | None = ctx.obj
+    # NOTE: else a supervisor that has to be started gets the start with it and begins it as
+    # it boots, before its own web stack (manager/supervisor/boot_start.py); it boots while
+    # this process imports the rest of the command.
     hand_over = StartBody.of(requests[0], keep_alive).model_dump_json() if replicas == 1 else None
-    supervisor_up = RouterLink.from_paths(paths).ensure_in_background(hand_over)
+    link = RouterLink.from_paths(paths)
+    sent = None if early is None else early.sent
+    booting = None if early is None else early.booting
+    supervisor_up = (
+        None if sent is not None
+        else link.ensure_in_background(hand_over) if booting is None
+        else link.started_in_background(booting)
+    )
     from manager.supervisor.engine_client import EngineClient
 
     # NOTE: with --json stdout holds only the JSON; the runtime line goes to stderr.
     announce = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     with errors_as_one_line(), progress() as live:
-        booted = supervisor_up.result() and hand_over is not None
         client = EngineClient.from_paths(paths)
-        if booted:
+        if supervisor_up is None:
+            assert sent is not None
+            done = [client.follow_start(sent, live, announce)]
+        elif supervisor_up.result() and hand_over is not None:
             done = [client.follow_boot_start(live, announce)]
         elif replicas == 1:
             done = [client.start(requests[0], live, announce, keep_alive)]

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from manager.lifecycle.errors import RouterUnavailable
 from manager.state.paths import DEFAULT_ROUTER_HOST, StatePaths, router_port
-from manager.state.records import EngineRecord
 from router.daemon import START_POLL_S, RouterDaemon, RouterDaemonError
 
 ADMIN_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 5.0
 # NOTE: the router speaks plain HTTP on 127.0.0.1, so there is no certificate to verify, and
 # httpx's default (verify=True) loads certifi's CA bundle into a new SSL context on every call:
 # ~40 ms, a tenth of `gomgr ps`.
@@ -23,7 +23,13 @@ VERIFY_TLS = False
 # NOTE (issue 30): httpx (~0.05 CPU-s) is imported where a router answers: a cold `gomgr
 # start` starts its supervisor without it (it finds nothing listening, then spawns).
 if TYPE_CHECKING:
+    import http.client
+    import subprocess
+    from concurrent.futures import Future
+
     import httpx
+
+    from manager.state.records import EngineRecord
 
 # NOTE: the background router is the supervised one (issue #23): the router plus the loader
 # that starts a store model's engine on its first request.
@@ -74,10 +80,9 @@ class RouterLink:
             return False
         env = {} if hand_over is None else {BOOT_START_ENV: hand_over}
         try:
-            launched = self.daemon.start(env=env)
+            return self.daemon.start(env=env)
         except RouterDaemonError as exc:
             raise RouterUnavailable(f"could not start the router on {self.url}", str(exc)) from exc
-        return launched
 
     def ensure_in_background(self, hand_over: str | None = None) -> Future[bool]:
         """``ensure`` on a thread of its own; its result, or its RouterUnavailable, from the future.
@@ -86,6 +91,18 @@ class RouterLink:
         finish starting (and write its record) rather than leave one nobody can find.
         """
         return _on_thread(lambda: self.ensure(hand_over), "router-start")
+
+    def started_in_background(self, process: subprocess.Popen[bytes]) -> Future[bool]:
+        """As ``ensure_in_background``, for a router this command already launched
+        (``RouterDaemon.launch``): True from the future once it answers and is recorded."""
+
+        def wait() -> bool:
+            try:
+                return self.daemon.wait_started(process)
+            except RouterDaemonError as exc:
+                raise RouterUnavailable(f"could not start the router on {self.url}", str(exc)) from exc
+
+        return _on_thread(wait, "router-start")
 
     def wait_in_background(self, timeout_s: float) -> Future[bool]:
         """Wait on a thread for the router to answer (one booting, which no one may start
@@ -150,8 +167,33 @@ class RouterLink:
         except httpx.TransportError as exc:
             raise RouterUnavailable(f"the router at {self.url} did not answer: {exc}") from exc
 
+    def send_admin(self, path: str, body: str) -> http.client.HTTPConnection:
+        """POST the JSON `body` to the admin API's `path`; the connection, its reply not yet
+        read (no read timeout: a start streams nothing while its engine loads). OSError when
+        nothing listens (ConnectionRefusedError); RouterUnavailable without the token file.
+
+        NOTE (issue 30): http.client, not httpx: `gomgr start` sends its request before it
+        imports anything else (manager/cli/early_start.py).
+        """
+        sock = socket.create_connection((self.daemon.host, self.daemon.port), timeout=CONNECT_TIMEOUT_S)
+        # NOTE: imported once something listens (~0.02 CPU-s): a cold start launches first.
+        import http.client
+
+        connection = http.client.HTTPConnection(self.daemon.host, self.daemon.port)
+        connection.sock = sock
+        try:
+            sock.settimeout(None)
+            headers = {**self.admin_headers(), "content-type": "application/json"}
+            connection.request("POST", f"/admin{path}", body=body.encode(), headers=headers)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
 
 def _on_thread(work: Callable[[], bool], name: str) -> Future[bool]:
+    from concurrent.futures import Future
+
     done: Future[bool] = Future()
 
     def run() -> None:
@@ -166,7 +208,12 @@ def _on_thread(work: Callable[[], bool], name: str) -> Future[bool]:
 
 def error_message(reply: httpx.Response) -> str:
     """The message of a reply in the router's error shape, else its HTTP status."""
+    return error_text(reply.status_code, reply.content)
+
+
+def error_text(status: int, content: bytes) -> str:
+    """`error_message` of a reply's status and body."""
     try:
-        return str(reply.json()["error"]["message"])
+        return str(json.loads(content)["error"]["message"])
     except (ValueError, KeyError, TypeError):
-        return f"HTTP {reply.status_code}"
+        return f"HTTP {status}"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
-from rich.console import Console
-from rich.progress import BarColumn, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as RichProgressBar
+# NOTE (issue 30): rich (~0.03 CPU-s) is imported where a display is made: the supervisor
+# plans its starts with the silent and the emitting progress only.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
 
 
 class Progress(Protocol):
@@ -30,6 +32,10 @@ class RichProgress:
     """Steps as rich progress lines on stderr; use as a context manager."""
 
     def __init__(self, console: Console | None = None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgressBar
+
         self._bar = RichProgressBar(
             SpinnerColumn(finished_text="[green]✓"),
             TextColumn("{task.description}"),

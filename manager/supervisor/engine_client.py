@@ -6,6 +6,7 @@ answer back into what the commands print, or the LifecycleError they exit with.
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from manager.lifecycle.errors import EngineNotFound, LifecycleError, RouterUnavailable
-from manager.lifecycle.router_link import VERIFY_TLS, RouterLink, error_message
+from manager.lifecycle.router_link import VERIFY_TLS, RouterLink, error_text
 from manager.lifecycle.start_request import Started, StartRequest
 from manager.lifecycle.stop import stop_engines
 from manager.models.progress import Progress
@@ -36,7 +37,6 @@ from manager.supervisor.engine_messages import (
     TransferredEvent,
 )
 
-CONNECT_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 120.0  # every engine's SIGTERM grace, several engines in turn
 
 
@@ -95,46 +95,59 @@ class EngineClient:
         path = "/engines" if target is None else f"/engines/{target}"
         reply = self._request("DELETE", path, timeout=STOP_TIMEOUT_S)
         if reply.status_code != 200:
-            raise _refused(reply)
+            raise _refused(reply.status_code, reply.content)
         return StoppedOut.model_validate_json(reply.content).stopped
+
+    def follow_start(
+        self, sent: http.client.HTTPConnection, progress: Progress, announce: Callable[[str], None]
+    ) -> Started:
+        """Follow a start already posted on `sent` (manager/cli/early_start.py), as `start`
+        follows its own."""
+        return self._started(self._follow(sent, progress, announce))
 
     def _events(
         self, path: str, body: str, progress: Progress, announce: Callable[[str], None],
         outcome: Callable[[OutcomeEvent], None] = lambda _event: None,
     ) -> StartedEvent | AppliedEvent:
-        """Post `body` and follow the events it streams back to its last one; a `failed`
-        one is raised as the LifecycleError it was."""
+        """Post `body` and follow the events it streams back (see `_follow`)."""
         self.link.ensure()
-        # NOTE: no read timeout: a start streams nothing while the engine loads (its own
-        # timeout_s bounds that); closing the stream (Ctrl-C) makes the supervisor undo it.
-        timeout = httpx.Timeout(CONNECT_TIMEOUT_S, read=None)
-        headers = {**self.link.admin_headers(), "content-type": "application/json"}
         try:
-            with httpx.stream(
-                "POST", f"{self.link.url}/admin{path}", content=body, headers=headers,
-                timeout=timeout, verify=VERIFY_TLS,
-            ) as reply:
-                if reply.status_code != 200:
-                    reply.read()
-                    raise _refused(reply)
-                for line in reply.iter_lines():
-                    if not line:
-                        continue
-                    event = ENGINE_EVENT.validate_json(line)
-                    if isinstance(event, StepEvent):
-                        progress.step(event.text)
-                    elif isinstance(event, TransferredEvent):
-                        progress.transferred(event.done, event.total)
-                    elif isinstance(event, AnnounceEvent):
-                        announce(event.text)
-                    elif isinstance(event, OutcomeEvent):
-                        outcome(event)
-                    elif isinstance(event, FailedEvent):
-                        raise _failed(event)
-                    else:
-                        return event
-        except httpx.TransportError as exc:
+            sent = self.link.send_admin(path, body)
+        except OSError as exc:
+            raise RouterUnavailable(f"the supervisor at {self.link.url} did not answer: {exc}") from exc
+        return self._follow(sent, progress, announce, outcome)
+
+    def _follow(
+        self, sent: http.client.HTTPConnection, progress: Progress, announce: Callable[[str], None],
+        outcome: Callable[[OutcomeEvent], None] = lambda _event: None,
+    ) -> StartedEvent | AppliedEvent:
+        """The events streamed back on `sent`, followed to the last one; a `failed` one is
+        raised as the LifecycleError it was. Closing the stream (Ctrl-C) makes the supervisor
+        undo the start."""
+        try:
+            reply = sent.getresponse()
+            if reply.status != 200:
+                raise _refused(reply.status, reply.read())
+            for line in reply:
+                if not line.strip():
+                    continue
+                event = ENGINE_EVENT.validate_json(line)
+                if isinstance(event, StepEvent):
+                    progress.step(event.text)
+                elif isinstance(event, TransferredEvent):
+                    progress.transferred(event.done, event.total)
+                elif isinstance(event, AnnounceEvent):
+                    announce(event.text)
+                elif isinstance(event, OutcomeEvent):
+                    outcome(event)
+                elif isinstance(event, FailedEvent):
+                    raise _failed(event)
+                else:
+                    return event
+        except (OSError, http.client.HTTPException) as exc:
             raise RouterUnavailable(f"the supervisor at {self.link.url} went away: {exc}") from exc
+        finally:
+            sent.close()
         raise RouterUnavailable(
             f"the supervisor at {self.link.url} ended the start without an answer; "
             f"see its log in {self.paths.router_dir}"
@@ -166,11 +179,11 @@ def _failed(event: FailedEvent) -> LifecycleError:
     return error
 
 
-def _refused(reply: httpx.Response) -> LifecycleError:
-    message = error_message(reply)
-    if reply.status_code == 404 and ENGINE_NOT_FOUND in reply.text:
+def _refused(status: int, content: bytes) -> LifecycleError:
+    message = error_text(status, content)
+    if status == 404 and ENGINE_NOT_FOUND.encode() in content:
         return EngineNotFound(message)
-    if reply.status_code == 404:
+    if status == 404:
         return RouterUnavailable(
             "the router on this port has no engine API: it is not gomgr's supervisor; stop it "
             "(gomgr router stop) and run the command again"

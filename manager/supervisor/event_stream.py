@@ -5,7 +5,6 @@ work's `cancelled`, and the work undoes what it began (the engine API's starts a
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -23,9 +22,12 @@ from manager.supervisor.engine_messages import (
     TransferredEvent,
 )
 
-# NOTE (issue 30): starlette is imported where a stream is made, so a booting supervisor
-# begins the start handed to it (manager/supervisor/boot_start.py) before the web stack.
+# NOTE (issue 30): starlette and asyncio are imported where a stream is made, so a booting
+# supervisor begins the start handed to it (manager/supervisor/boot_start.py) before the
+# web stack.
 if TYPE_CHECKING:
+    import asyncio
+
     from starlette.responses import StreamingResponse
 
 logger = logging.getLogger(__name__)
@@ -73,6 +75,8 @@ def stream_events(
 async def _stream(
     work: Callable[[Emit, Cancelled], Result], finish: Callable[[Result, Emit], EngineEvent]
 ) -> AsyncIterator[bytes]:
+    import asyncio
+
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[EngineEvent] = asyncio.Queue()
     cancel = threading.Event()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from manager.cli import app
+from manager.cli.commands import app
 from manager.models.errors import InvalidRepoIdError
 from manager.models.store import (
     METADATA_FILE,

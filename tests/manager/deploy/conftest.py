@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from manager.cli import app
+from manager.cli.commands import app
 
 ENGINES_FILE = Path(__file__).with_name("engines.yaml")
 GOLDEN_DIR = Path(__file__).with_name("golden")

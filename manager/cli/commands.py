@@ -1,4 +1,5 @@
-"""The typer app: global options, and every command wired in from its module."""
+"""The typer app: global options, and every command wired in from its module (the `gomgr`
+console script, `manager.cli.app`, runs it after `start`'s early part)."""
 
 from __future__ import annotations
 
