@@ -35,12 +35,32 @@ enum Format : int64_t {
   kNibble32Half = 6,
   kFive32Half = 7,
   kFull32Half = 8,
+  // Symmetric types, w = scale * (q - zero point): one of the layouts above, the min (= -zero
+  // point * scale) still stored, but the VNNI kernel starts each group's integer dot at -zero
+  // point * sum(x) instead of adding min * sum(x) in float (a multiply-add per group and row
+  // less on the ports vpdpbusd runs on). Q4_0 (8), Q5_0 (16), Q8_0 (128) with fp16 scales; Q6_K (32).
+  kNibble32HalfZero8 = 9,
+  kFive32HalfZero16 = 10,
+  kFull32HalfZero128 = 11,
+  kByte16Zero32 = 12,
 };
 
-constexpr Format kLastFormat = kFull32Half;
-constexpr bool half_scales(Format f) { return f >= kNibble32Half; }
+constexpr Format kLastFormat = kByte16Zero32;
+// The layout a symmetric format shares (itself for the others).
+constexpr Format stored_format(Format f) {
+  return f == kNibble32HalfZero8 ? kNibble32Half
+         : f == kFive32HalfZero16 ? kFive32Half
+         : f == kFull32HalfZero128 ? kFull32Half
+         : f == kByte16Zero32 ? kByte16
+                               : f;
+}
+constexpr int32_t zero_point(Format f) {
+  return f == kNibble32HalfZero8 ? 8 : f == kFive32HalfZero16 ? 16 : f == kFull32HalfZero128 ? 128 : f == kByte16Zero32 ? 32 : 0;
+}
+constexpr bool half_scales(Format f) { return stored_format(f) >= kNibble32Half; }
 constexpr Format quant_format(Format f) {
-  return f == kNibble32Half ? kNibble32 : f == kFive32Half ? kFive32 : f == kFull32Half ? kFull32 : f;
+  const Format s = stored_format(f);
+  return s == kNibble32Half ? kNibble32 : s == kFive32Half ? kFive32 : s == kFull32Half ? kFull32 : s;
 }
 constexpr bool is_int(Format f) { return f != kBF16 && f != kF16; }
 constexpr int64_t group_size(Format f) { return quant_format(f) == kByte16 ? 16 : 32; }
@@ -53,14 +73,24 @@ constexpr int64_t group_quant_bytes(Format f) {
 constexpr int64_t group_bytes(Format f) { return 2 * kCols * scale_bytes(f) + group_quant_bytes(f); }
 
 // x quantized per row and block of 32: q int8 in [-127, 127], dx the block's scale,
-// s16 and s32 the sums of q over 16 and 32 values times dx (the min term's activation).
+// s16 and s32 the sums of q over 16 and 32 values times dx (the min term's activation),
+// n16 and n32 those sums of q themselves (the zero point's).
 struct Int8Rows {
   const int8_t* q;
   const float* dx;
   const float* s16;
   const float* s32;
+  const int32_t* n16;
+  const int32_t* n32;
   int64_t K;
 };
+
+// Int8Rows' arrays, owned.
+struct Int8Buffers {
+  at::Tensor q, dx, s16, s32, n16, n32;
+};
+// x [M, K] (float32, rows contiguous, K a multiple of 32) quantized per row and block of 32.
+Int8Buffers quantize_rows(const at::Tensor& x);
 
 // rows m0 .. m0 + rows of x times one panel into y[m, 0 .. cols) (row stride ldy), + bias.
 void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel, Format f,

@@ -40,6 +40,10 @@ class PackedFormat(enum.IntEnum):
     NIBBLE32_HALF = 6
     FIVE32_HALF = 7
     FULL32_HALF = 8
+    NIBBLE32_HALF_ZERO8 = 9
+    FIVE32_HALF_ZERO16 = 10
+    FULL32_HALF_ZERO128 = 11
+    BYTE16_ZERO32 = 12
 
 
 class Isa(enum.IntEnum):
@@ -59,6 +63,14 @@ _HALF_SCALED = {
     PackedFormat.NIBBLE32: PackedFormat.NIBBLE32_HALF,
     PackedFormat.FULL32: PackedFormat.FULL32_HALF,
     PackedFormat.FIVE32: PackedFormat.FIVE32_HALF,
+}
+# NOTE: the symmetric types, whose every group's min is -zero point * scale (block_unpack.py),
+# and the format of the same layout whose VNNI kernel folds that zero point into the dot.
+_ZERO_POINT = {
+    (GGMLQuantizationType.Q4_0, PackedFormat.NIBBLE32_HALF): PackedFormat.NIBBLE32_HALF_ZERO8,
+    (GGMLQuantizationType.Q5_0, PackedFormat.FIVE32_HALF): PackedFormat.FIVE32_HALF_ZERO16,
+    (GGMLQuantizationType.Q8_0, PackedFormat.FULL32_HALF): PackedFormat.FULL32_HALF_ZERO128,
+    (GGMLQuantizationType.Q6_K, PackedFormat.BYTE16): PackedFormat.BYTE16_ZERO32,
 }
 
 
@@ -97,15 +109,16 @@ def pack_blocks(
     data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int
 ) -> tuple[torch.Tensor, PackedFormat]:
     """GGUF blocks uint8 ``[rows, row_bytes]`` as the int kernels' panels (uint8, 1-D), and
-    their format: scales in fp16 where every one of them is exactly an fp16."""
+    their format: scales in fp16 where every one of them is exactly an fp16, a symmetric
+    type's zero point named by it."""
     fmt = packed_format(qtype)
-    if qtype in _FP16_SCALED:
-        panels = _pack_slices(data, qtype, rows, cols, half=True)
-        if panels is not None:
-            return panels, _HALF_SCALED[fmt]
-    panels = _pack_slices(data, qtype, rows, cols, half=False)
-    assert panels is not None
-    return panels, fmt
+    panels = _pack_slices(data, qtype, rows, cols, half=True) if qtype in _FP16_SCALED else None
+    if panels is not None:
+        fmt = _HALF_SCALED[fmt]
+    else:
+        panels = _pack_slices(data, qtype, rows, cols, half=False)
+        assert panels is not None
+    return panels, _ZERO_POINT.get((qtype, fmt), fmt)
 
 
 def _pack_slices(

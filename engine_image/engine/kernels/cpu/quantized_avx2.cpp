@@ -215,7 +215,8 @@ GOMGR_TARGET_AVX2 void int_rows(const Int8Rows& x, int64_t m0, int64_t rows, con
 
 GOMGR_TARGET_AVX2 void int_panel_avx2(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel, Format f,
                                       const float* bias, float* y, int64_t ldy, int64_t cols) {
-  switch (f) {
+  // NOTE: every format through its stored min (a symmetric one's zero point is in it).
+  switch (stored_format(f)) {
     case kNibble32: int_rows<kNibble32>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, cols); break;
