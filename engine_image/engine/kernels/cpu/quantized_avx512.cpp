@@ -49,7 +49,7 @@ GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
     const uint8_t* gp = panel + g * kGroupBytes;
     const __m512 scale = load_scales<half_scales(F)>(gp);
     const __m512 minimum = Z == 0 ? load_scales<half_scales(F)>(gp + kCols * scale_bytes(F)) : _mm512_setzero_ps();
-    const uint8_t* quants = gp + 2 * kCols * scale_bytes(F);
+    const uint8_t* quants = gp + group_fields(F) * kCols * scale_bytes(F);
     __m512i w[kSteps];
     if constexpr (Q == kNibble32 || Q == kFive32) {
       for (int i = 0; i < 4; ++i) {

@@ -253,8 +253,9 @@ void dequantize_column(const uint8_t* panel, Format f, int64_t K, int64_t j, flo
   const int64_t G = group_size(f);
   for (int64_t g = 0; g < K / G; ++g) {
     const uint8_t* gp = panel + g * group_bytes(f);
-    const float scale = scale_at(gp, f, j), minimum = scale_at(gp, f, kCols + j);
-    const uint8_t* quants = gp + 2 * kCols * scale_bytes(f) + 4 * j;
+    const float scale = scale_at(gp, f, j);
+    const float minimum = zero_point(f) != 0 ? -static_cast<float>(zero_point(f)) * scale : scale_at(gp, f, kCols + j);
+    const uint8_t* quants = gp + group_fields(f) * kCols * scale_bytes(f) + 4 * j;
     for (int64_t kk = 0; kk < G; ++kk) {
       const int64_t step = kk / 4;
       int q;
