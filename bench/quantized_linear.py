@@ -28,7 +28,7 @@ from engine.layers.quantized_linear import QuantizedLinear
 from tests.support.random_blocks import random_block_tensor
 
 # NOTE: SmolLM2-135M: fused q/k/v, o, fused gate/up, down, the tied LM head.
-SHAPES = ((1728, 576), (576, 576), (3072, 576), (576, 1536), (49152, 576))
+SHAPES = ((960, 576), (576, 576), (3072, 576), (576, 1536), (49152, 576))
 TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "BF16", "F16")
 
 

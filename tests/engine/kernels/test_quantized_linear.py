@@ -17,7 +17,8 @@ import torch
 from gguf import GGMLQuantizationType
 
 from engine.kernels.cpu import load_cpu_kernels
-from engine.kernels.cpu.quantized import Isa, PackedFormat, quantize_activations
+from engine.kernels.cpu.block_unpack import unpack_blocks
+from engine.kernels.cpu.quantized import Isa, PackedFormat, pack_blocks, quantize_activations
 from engine.layers import quantized_linear
 from engine.layers.block_tensor import BlockTensor
 from engine.layers.quantized_linear import TORCH_PATH, QuantizedEmbedding, QuantizedLinear
@@ -153,8 +154,8 @@ def test_tied_head_shares_the_embedding_panels(kernels) -> None:
     head = embedding.as_linear()
     (panels, _), = head.packed_parts
     assert head.weight_bytes == panels.numel()
-    # NOTE: 8-bit quants plus an fp16 scale and min per 32 weights: 9 bits per weight.
-    assert head.weight_bytes == 48 * 256 * 9 // 8  # 40 rows padded to 3 panels of 16
+    # NOTE: 8-bit quants plus an fp16 scale per 32 weights (no min): 8.5 bits per weight.
+    assert head.weight_bytes == 48 * 256 * 17 // 16  # 40 rows padded to 3 panels of 16
     x = torch.randn(2, 256)
     _check(head(x), _rounded_activations(kernels, x, T.Q8_0, Isa.BEST), x, weight.dequantize(), None,
            _rounding_bound(x, T.Q8_0, Isa.BEST))
@@ -200,14 +201,31 @@ def test_tall_weights_are_packed_a_slice_of_rows_at_a_time(kernels) -> None:
            _rounding_bound(x, T.Q4_1, Isa.BEST))
 
 
-def test_scales_stay_float32_where_fp16_cannot_hold_them(kernels) -> None:
-    """Q8_0's min is -128 d: past |d| = 511.75 it is no fp16, and the weight keeps float32 scales."""
-    small = random_block_tensor(T.Q8_0, 16, 64, seed=10)
-    assert QuantizedEmbedding(small).as_linear().packed_parts[0][1] == PackedFormat.FULL32_HALF
-    data = small.data.clone()
+def test_q8_0_keeps_fp16_scales_where_its_min_would_overflow_fp16(kernels) -> None:
+    """Q8_0's min is -128 d, no fp16 past |d| = 511.75: the packed weight keeps no min (its zero
+    point is the kernel's), so its scales stay fp16 and its rows come back exact."""
+    data = random_block_tensor(T.Q8_0, 16, 64, seed=10).data.clone()
     data[3, :2] = torch.from_numpy(np.array([600.0], np.float16).view(np.uint8))  # row 3's first d
     large = BlockTensor(T.Q8_0, 16, 64, data)
     embedding = QuantizedEmbedding(large)
-    assert embedding.as_linear().packed_parts[0][1] == PackedFormat.FULL32
+    assert embedding.as_linear().packed_parts[0][1] == PackedFormat.FULL32_HALF_ZERO128
     ids = torch.arange(16)
     torch.testing.assert_close(embedding(ids), large.dequantize(), rtol=0, atol=0)
+
+
+# NOTE: quantized.h's zero_point() of each format: the kernel starts a group's dot at -zero
+# point * sum(x) and never reads the stored min, so the min must be exactly that.
+@pytest.mark.parametrize(
+    ("qtype", "fmt", "zero_point"),
+    [(T.Q4_0, PackedFormat.NIBBLE32_HALF_ZERO8, 8), (T.Q5_0, PackedFormat.FIVE32_HALF_ZERO16, 16),
+     (T.Q8_0, PackedFormat.FULL32_HALF_ZERO128, 128), (T.Q6_K, PackedFormat.BYTE16_ZERO32, 32)],
+    ids=lambda v: getattr(v, "name", str(v)),
+)
+def test_symmetric_types_pack_to_their_zero_point_format(qtype: GGMLQuantizationType, fmt: PackedFormat, zero_point: int) -> None:
+    weight = random_block_tensor(qtype, 16, 256, seed=4)
+    unpacked = unpack_blocks(weight.data.numpy(), qtype, 16, 256)
+    np.testing.assert_array_equal(unpacked.min, -zero_point * unpacked.scale)
+    panels, packed = pack_blocks(weight.data, qtype, 16, 256)
+    assert packed == fmt
+    if qtype != T.Q6_K:  # NOTE: an fp16 scale and the quants: the file's own bytes (Q6_K: a byte a quant)
+        assert panels.numel() == weight.data.numel()

@@ -28,7 +28,7 @@ SOURCES = tuple(
     _HERE / name
     for name in (
         "decode_attention.cpp", "linear.cpp", "rmsnorm.cpp", "rotary.cpp", "activation.cpp",
-        "quantized_linear.cpp", "quantized_avx2.cpp", "quantized_avx512.cpp", "decode_stack.cpp",
+        "quantized_linear.cpp", "int8_activations.cpp", "quantized_avx2.cpp", "quantized_avx512.cpp", "decode_stack.cpp",
     )
 )
 # NOTE: hashed with the sources (a change rebuilds) but not compiled on their own.

@@ -3,8 +3,9 @@ weights into their panels once at load, and the matrix multiplication and row lo
 
 The repacking is lossless: int formats keep each weight as an unsigned quant with a scale and
 min per group (``block_unpack``), in fp16 where that is exact (the types whose d and m the file
-stores in fp16: Q4_0 then takes 5 bits a weight, Q8_0 9), else float32 (K-quants, whose
-sub-block scales times d need more than fp16's 11 bits); half formats keep their 16-bit values.
+stores in fp16), else float32 (K-quants, whose sub-block scales times d need more than fp16's 11
+bits), and without the min where it is -zero point * scale (the symmetric types: Q4_0 then takes
+4.5 bits a weight, Q8_0 8.5, as in the file); half formats keep their 16-bit values.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from gguf import GGMLQuantizationType
 
-from engine.kernels.cpu.block_unpack import GROUP_SIZE, MAX_QUANT, UnpackedBlocks, unpack_blocks
+from engine.kernels.cpu.block_unpack import UnpackedBlocks, unpack_blocks
 
 # NOTE: output columns per panel, as quantized.h's kCols.
 PANEL_COLUMNS = 16
@@ -40,6 +41,10 @@ class PackedFormat(enum.IntEnum):
     NIBBLE32_HALF = 6
     FIVE32_HALF = 7
     FULL32_HALF = 8
+    NIBBLE32_HALF_ZERO8 = 9
+    FIVE32_HALF_ZERO16 = 10
+    FULL32_HALF_ZERO128 = 11
+    BYTE16_ZERO32 = 12
 
 
 class Isa(enum.IntEnum):
@@ -50,16 +55,36 @@ class Isa(enum.IntEnum):
     AVX512 = 1
 
 
-PACKABLE_TYPES = frozenset(GROUP_SIZE) | {GGMLQuantizationType.BF16, GGMLQuantizationType.F16}
-# NOTE: the types whose group scale and min are fp16 values (or those times a power of two).
-_FP16_SCALED = frozenset(
-    GGMLQuantizationType[name] for name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
-)
-_HALF_SCALED = {
-    PackedFormat.NIBBLE32: PackedFormat.NIBBLE32_HALF,
-    PackedFormat.FULL32: PackedFormat.FULL32_HALF,
-    PackedFormat.FIVE32: PackedFormat.FIVE32_HALF,
+# NOTE: the format each GGUF type packs into: fp16 scales where the file's are fp16 (Q4_0 ..
+# Q8_0; the K-quants' sub-block scales times d need float32), and no min for the symmetric
+# types (every group's min is -zero point * scale, block_unpack.py), whose kernels know it.
+_GGUF_FORMATS = {
+    GGMLQuantizationType.Q4_0: PackedFormat.NIBBLE32_HALF_ZERO8,
+    GGMLQuantizationType.Q4_1: PackedFormat.NIBBLE32_HALF,
+    GGMLQuantizationType.Q5_0: PackedFormat.FIVE32_HALF_ZERO16,
+    GGMLQuantizationType.Q5_1: PackedFormat.FIVE32_HALF,
+    GGMLQuantizationType.Q8_0: PackedFormat.FULL32_HALF_ZERO128,
+    GGMLQuantizationType.Q4_K: PackedFormat.NIBBLE32,
+    GGMLQuantizationType.Q5_K: PackedFormat.FIVE32,
+    GGMLQuantizationType.Q6_K: PackedFormat.BYTE16_ZERO32,
+    GGMLQuantizationType.BF16: PackedFormat.BF16,
+    GGMLQuantizationType.F16: PackedFormat.F16,
 }
+PACKABLE_TYPES = frozenset(_GGUF_FORMATS)
+_NO_MIN = frozenset({
+    PackedFormat.NIBBLE32_HALF_ZERO8, PackedFormat.FIVE32_HALF_ZERO16, PackedFormat.FULL32_HALF_ZERO128,
+    PackedFormat.BYTE16_ZERO32,
+})  # fmt: skip
+_FP16_SCALES = frozenset({PackedFormat.NIBBLE32_HALF, PackedFormat.FIVE32_HALF, PackedFormat.FULL32_HALF}) | (
+    _NO_MIN - {PackedFormat.BYTE16_ZERO32}
+)
+# NOTE: each int format's quants laid out as those of the float32-scaled format with a min.
+_LAYOUT = {
+    PackedFormat.NIBBLE32_HALF: PackedFormat.NIBBLE32, PackedFormat.FIVE32_HALF: PackedFormat.FIVE32,
+    PackedFormat.FULL32_HALF: PackedFormat.FULL32, PackedFormat.NIBBLE32_HALF_ZERO8: PackedFormat.NIBBLE32,
+    PackedFormat.FIVE32_HALF_ZERO16: PackedFormat.FIVE32, PackedFormat.FULL32_HALF_ZERO128: PackedFormat.FULL32,
+    PackedFormat.BYTE16_ZERO32: PackedFormat.BYTE16,
+}  # fmt: skip
 
 
 def isa_from_env() -> Isa:
@@ -73,18 +98,8 @@ def isa_from_env() -> Isa:
 
 
 def packed_format(qtype: GGMLQuantizationType) -> PackedFormat:
-    """The format ``qtype`` packs into with float32 scales (``pack_blocks`` may halve them)."""
-    if qtype == GGMLQuantizationType.BF16:
-        return PackedFormat.BF16
-    if qtype == GGMLQuantizationType.F16:
-        return PackedFormat.F16
-    if MAX_QUANT[qtype] > 63:
-        return PackedFormat.FULL32
-    if MAX_QUANT[qtype] == 15:
-        return PackedFormat.NIBBLE32
-    if MAX_QUANT[qtype] == 31:
-        return PackedFormat.FIVE32
-    return PackedFormat.BYTE16
+    """The format ``qtype``'s weights pack into."""
+    return _GGUF_FORMATS[qtype]
 
 
 def _padded_rows(t: torch.Tensor) -> torch.Tensor:
@@ -97,48 +112,27 @@ def pack_blocks(
     data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int
 ) -> tuple[torch.Tensor, PackedFormat]:
     """GGUF blocks uint8 ``[rows, row_bytes]`` as the int kernels' panels (uint8, 1-D), and
-    their format: scales in fp16 where every one of them is exactly an fp16."""
-    fmt = packed_format(qtype)
-    if qtype in _FP16_SCALED:
-        panels = _pack_slices(data, qtype, rows, cols, half=True)
-        if panels is not None:
-            return panels, _HALF_SCALED[fmt]
-    panels = _pack_slices(data, qtype, rows, cols, half=False)
-    assert panels is not None
-    return panels, fmt
+    their format.
 
-
-def _pack_slices(
-    data: torch.Tensor, qtype: GGMLQuantizationType, rows: int, cols: int, *, half: bool
-) -> torch.Tensor | None:
-    """The panels, a slice of rows at a time; None when ``half`` and some scale or min is no
-    fp16 (Q8_0's min = -128 d overflows it past |d| = 511.75).
-
-    NOTE: a slice at a time: the unpacked intermediates (a byte per weight and more) of a whole
-    embedding table would add tens of MB to the load's peak memory.
+    NOTE: a slice of rows at a time: the unpacked intermediates (a byte per weight and more)
+    of a whole embedding table would add tens of MB to the load's peak memory.
     """
+    fmt = packed_format(qtype)
     chunks = []
     for start in range(0, rows, _PACK_ROWS):
         count = min(_PACK_ROWS, rows - start)
-        unpacked = unpack_blocks(data[start : start + count].numpy(), qtype, count, cols)
-        if half and not (_fp16_exact(unpacked.scale) and _fp16_exact(unpacked.min)):
-            return None
-        chunks.append(_panels(unpacked, packed_format(qtype), half))
-    return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
-
-
-def _fp16_exact(values: np.ndarray) -> bool:
-    with np.errstate(over="ignore"):
-        return bool(np.array_equal(values.astype(np.float16).astype(np.float32), values))
+        chunks.append(_panels(unpack_blocks(data[start : start + count].numpy(), qtype, count, cols), fmt))
+    return (chunks[0] if len(chunks) == 1 else torch.cat(chunks)), fmt
 
 
 def pack_groups(unpacked: UnpackedBlocks, fmt: PackedFormat) -> torch.Tensor:
     """Integer quants with a float32 scale and min per group, from any source (GGUF blocks, an
     AWQ/GPTQ checkpoint's groups cut into runs of 32), as ``fmt``'s panels (uint8, 1-D)."""
-    return _panels(unpacked, fmt, half=False)
+    return _panels(unpacked, fmt)
 
 
-def _panels(unpacked: UnpackedBlocks, fmt: PackedFormat, half: bool) -> torch.Tensor:
+def _panels(unpacked: UnpackedBlocks, fmt: PackedFormat) -> torch.Tensor:
+    layout = _LAYOUT.get(fmt, fmt)
     cols = unpacked.quants.shape[1]
     groups = unpacked.scale.shape[1]
     group = cols // groups
@@ -147,18 +141,19 @@ def _panels(unpacked: UnpackedBlocks, fmt: PackedFormat, half: bool) -> torch.Te
     panels = quants.shape[0] // PANEL_COLUMNS
     # [panel, column, group, step, 4 k] -> [panel, group, step, column, 4 k]
     steps_major = quants.view(panels, PANEL_COLUMNS, groups, steps, 4).permute(0, 2, 3, 1, 4)
-    if fmt == PackedFormat.FIVE32:
+    if layout == PackedFormat.FIVE32:
         # NOTE: bit t of the fifth-bit bytes is step t's; the low 4 bits go on as nibbles.
         shifts = torch.arange(steps, dtype=torch.uint8).view(1, 1, steps, 1, 1)
         fifth = ((steps_major >> 4) << shifts).sum(dim=2, dtype=torch.uint8).unsqueeze(2)
         steps_major = torch.cat([steps_major & 0x0F, fifth], dim=2)
-    if fmt in (PackedFormat.NIBBLE32, PackedFormat.FIVE32):
+    if layout in (PackedFormat.NIBBLE32, PackedFormat.FIVE32):
         low = steps_major[:, :, :8]
         steps_major = torch.cat([low[:, :, :4] | (low[:, :, 4:] << 4), steps_major[:, :, 8:]], dim=2)
-    scale_type = np.float16 if half else np.float32
+    scale_type = np.float16 if fmt in _FP16_SCALES else np.float32
+    fields = (unpacked.scale,) if fmt in _NO_MIN else (unpacked.scale, unpacked.min)
     per_group = [
         _padded_rows(torch.from_numpy(values.astype(scale_type))).view(panels, PANEL_COLUMNS, groups).transpose(1, 2)
-        for values in (unpacked.scale, unpacked.min)
+        for values in fields
     ]
     parts = [t.contiguous().view(torch.uint8) for t in per_group] + [steps_major.reshape(panels, groups, -1)]
     return torch.cat(parts, dim=2).reshape(-1)

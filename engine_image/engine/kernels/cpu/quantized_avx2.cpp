@@ -56,6 +56,7 @@ template <int MR, Format F>
 GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* panel, const float* bias, float* y,
                                 int64_t ldy, int64_t cols) {
   constexpr Format Q = quant_format(F);
+  constexpr int32_t Z = zero_point(F);
   constexpr int64_t G = group_size(F);
   constexpr int kSteps = G / 4;
   constexpr int64_t kGroupBytes = group_bytes(F);
@@ -65,11 +66,12 @@ GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
   for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* gp = panel + g * kGroupBytes;
-    const uint8_t* quants = gp + 2 * kCols * scale_bytes(F);
+    const uint8_t* quants = gp + group_fields(F) * kCols * scale_bytes(F);
     const int64_t k0 = g * G;
     for (int h = 0; h < 2; ++h) {
       const __m256 scale = load_scales<half_scales(F)>(gp + 8 * h * scale_bytes(F));
-      __m256 minimum = load_scales<half_scales(F)>(gp + (kCols + 8 * h) * scale_bytes(F));
+      __m256 minimum = Z == 0 ? load_scales<half_scales(F)>(gp + (kCols + 8 * h) * scale_bytes(F))
+                              : _mm256_mul_ps(_mm256_set1_ps(-float(Z)), scale);
       if constexpr (Q == kFull32) minimum = _mm256_fmadd_ps(_mm256_set1_ps(128.f), scale, minimum);
       __m256i w[kSteps];
       if constexpr (Q == kNibble32 || Q == kFive32) {
@@ -223,6 +225,10 @@ GOMGR_TARGET_AVX2 void int_panel_avx2(const Int8Rows& x, int64_t m0, int64_t row
     case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFive32: int_rows<kFive32>(x, m0, rows, panel, bias, y, ldy, cols); break;
     case kFive32Half: int_rows<kFive32Half>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kNibble32HalfZero8: int_rows<kNibble32HalfZero8>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kFive32HalfZero16: int_rows<kFive32HalfZero16>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kFull32HalfZero128: int_rows<kFull32HalfZero128>(x, m0, rows, panel, bias, y, ldy, cols); break;
+    case kByte16Zero32: int_rows<kByte16Zero32>(x, m0, rows, panel, bias, y, ldy, cols); break;
     default: break;
   }
 }

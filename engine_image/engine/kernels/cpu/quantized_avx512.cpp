@@ -3,8 +3,9 @@
 // library loads anywhere; the dispatcher calls them only where the CPU has them.
 //
 // Per group and row: G/4 vpdpbusd (16 columns x 4 k each, the activation's 4 bytes
-// broadcast) into an int32 dot, then acc += dot * dx * scale + min * sum(x): the whole
-// weight group is loaded (and its nibbles unpacked) once per tile of kIntRowTile rows.
+// broadcast) into an int32 dot, then acc += dot * dx * scale + min * sum(x) (a symmetric
+// format's zero point starts the dot instead of the last term): the whole weight group is
+// loaded (and its nibbles unpacked) once per tile of kIntRowTile rows.
 
 #include <immintrin.h>
 
@@ -36,6 +37,7 @@ template <int MR, Format F>
 GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* panel, const float* bias, float* y,
                                 int64_t ldy, __mmask16 mask) {
   constexpr Format Q = quant_format(F);
+  constexpr int32_t Z = zero_point(F);
   constexpr int64_t G = group_size(F);
   constexpr int kSteps = G / 4;
   constexpr int64_t kGroupBytes = group_bytes(F);
@@ -46,8 +48,8 @@ GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* gp = panel + g * kGroupBytes;
     const __m512 scale = load_scales<half_scales(F)>(gp);
-    const __m512 minimum = load_scales<half_scales(F)>(gp + kCols * scale_bytes(F));
-    const uint8_t* quants = gp + 2 * kCols * scale_bytes(F);
+    const __m512 minimum = Z == 0 ? load_scales<half_scales(F)>(gp + kCols * scale_bytes(F)) : _mm512_setzero_ps();
+    const uint8_t* quants = gp + group_fields(F) * kCols * scale_bytes(F);
     __m512i w[kSteps];
     if constexpr (Q == kNibble32 || Q == kFive32) {
       for (int i = 0; i < 4; ++i) {
@@ -71,19 +73,23 @@ GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
     for (int r = 0; r < MR; ++r) {
       const int64_t m = m0 + r;
       const int8_t* xq = x.q + m * x.K + k0;
-      // NOTE: two dependency chains instead of one halve the wait on vpdpbusd's latency.
-      __m512i dot[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+      const int64_t block = m * blocks + k0 / kActBlock;
+      // NOTE: two dependency chains instead of one halve the wait on vpdpbusd's latency; a
+      // symmetric format's first starts at -Z sum(q) (exact: |sum| <= 32 x 127).
+      const int32_t start = Z == 0 ? 0 : -Z * (G == 16 ? x.n16[m * (x.K / 16) + k0 / 16] : x.n32[block]);
+      __m512i dot[2] = {_mm512_set1_epi32(start), _mm512_setzero_si512()};
 #pragma GCC unroll 8
       for (int t = 0; t < kSteps; ++t) {
         int32_t four;
         std::memcpy(&four, xq + 4 * t, 4);
         dot[t & 1] = _mm512_dpbusd_epi32(dot[t & 1], w[t], _mm512_set1_epi32(four));
       }
-      const float dx = x.dx[m * blocks + k0 / kActBlock];
-      const float sx = G == 16 ? x.s16[m * (x.K / 16) + k0 / 16] : x.s32[m * blocks + k0 / kActBlock];
       const __m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(dot[0], dot[1]));
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx)), scale, acc[r]);
-      acc[r] = _mm512_fmadd_ps(minimum, _mm512_set1_ps(sx), acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.dx[block])), scale, acc[r]);
+      if constexpr (Z == 0) {
+        const float sx = G == 16 ? x.s16[m * (x.K / 16) + k0 / 16] : x.s32[block];
+        acc[r] = _mm512_fmadd_ps(minimum, _mm512_set1_ps(sx), acc[r]);
+      }
     }
   }
   const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
@@ -150,6 +156,10 @@ GOMGR_TARGET_VNNI void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int6
     case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFive32: int_rows<kFive32>(x, m0, rows, panel, bias, y, ldy, mask); break;
     case kFive32Half: int_rows<kFive32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kNibble32HalfZero8: int_rows<kNibble32HalfZero8>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kFive32HalfZero16: int_rows<kFive32HalfZero16>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kFull32HalfZero128: int_rows<kFull32HalfZero128>(x, m0, rows, panel, bias, y, ldy, mask); break;
+    case kByte16Zero32: int_rows<kByte16Zero32>(x, m0, rows, panel, bias, y, ldy, mask); break;
     default: break;
   }
 }

@@ -1,7 +1,8 @@
 // y = x @ W^T (+ bias) over weights repacked from GGUF blocks (quantized.h has the formats),
 // for one or several parts stacked along the output dimension (fused q/k/v, gate/up) whose
-// formats may differ. The activations are quantized to int8 once per call for every int
-// part; the panels of all parts share one parallel loop, so small parts do not idle threads.
+// formats may differ. The activations are quantized to int8 (int8_activations.cpp) once per
+// call for every int part; the panels of all parts share one parallel loop, so small parts
+// do not idle threads.
 //
 // Kernel choice: the best the CPU runs (__builtin_cpu_supports), or forced by `isa`
 // (0: AVX2 / F16C, 1: AVX-512) so that tests run every path the machine can run.
@@ -14,14 +15,11 @@
 #include <c10/util/Half.h>
 #include <torch/library.h>
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "cpu_ops.h"
@@ -64,63 +62,6 @@ int64_t panel_bytes(Format f, int64_t K) {
   return K / group_size(f) * group_bytes(f);
 }
 
-struct Int8Buffers {
-  at::Tensor q, dx, s16, s32;
-};
-
-// Per row and block of 32: d = max|x| / 127, q = round(x / d) (llama.cpp's q8_0 activations),
-// in AVX2 (the library's base ISA): 4 vectors per block.
-void quantize_block(const float* v, int8_t* q, float* dx, float* s16, float* s32) {
-  const __m256 sign = _mm256_set1_ps(-0.f);
-  __m256 a[4];
-  __m256 amax = _mm256_setzero_ps();
-  for (int i = 0; i < 4; ++i) {
-    a[i] = _mm256_loadu_ps(v + 8 * i);
-    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, a[i]));
-  }
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-  const float max_abs = _mm_cvtss_f32(m4);
-  const float d = max_abs / 127.f;
-  const __m256 inv = _mm256_set1_ps(max_abs > 0.f ? 127.f / max_abs : 0.f);
-  __m256i qi[4];
-  for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(a[i], inv));  // rounds to nearest even
-  const __m256i halves[2] = {_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])};
-  int32_t sums[2];
-  for (int h = 0; h < 2; ++h) {
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(halves[h]), _mm256_extracti128_si256(halves[h], 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-    sums[h] = _mm_cvtsi128_si32(s4);
-  }
-  // NOTE: the packs interleave 128-bit lanes; the permutation puts the 32 bytes back in order.
-  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
-                      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-  *dx = d;
-  s16[0] = d * sums[0];
-  s16[1] = d * sums[1];
-  *s32 = d * (sums[0] + sums[1]);
-}
-
-Int8Buffers quantize_rows(const at::Tensor& x) {
-  const int64_t M = x.size(0), K = x.size(1), ldx = x.stride(0), blocks = K / kActBlock;
-  TORCH_CHECK(K % kActBlock == 0, "int8 activations need a width that is a multiple of 32, got ", K);
-  Int8Buffers b{at::empty({M, K}, x.options().dtype(at::kChar)), at::empty({M, blocks}, x.options()),
-                at::empty({M, K / 16}, x.options()), at::empty({M, blocks}, x.options())};
-  const float* xp = x.data_ptr<float>();
-  int8_t* q = b.q.data_ptr<int8_t>();
-  float *dx = b.dx.data_ptr<float>(), *s16 = b.s16.data_ptr<float>(), *s32 = b.s32.data_ptr<float>();
-  // NOTE: a block takes nanoseconds: threads only pay for many rows.
-  at::parallel_for(0, M, std::max<int64_t>(1, 16384 / K), [&](int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m)
-      for (int64_t i = m * blocks; i < (m + 1) * blocks; ++i)
-        quantize_block(xp + m * ldx + (i - m * blocks) * kActBlock, q + i * kActBlock, dx + i, s16 + 2 * i, s32 + i);
-  });
-  return b;
-}
-
 at::Tensor bf16_pairs(const at::Tensor& x) {
   const int64_t M = x.size(0), K = x.size(1), K2 = (K + 1) / 2;
   at::Tensor xb = at::empty({M, K2}, x.options().dtype(at::kInt));
@@ -128,11 +69,6 @@ at::Tensor bf16_pairs(const at::Tensor& x) {
   return xb;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_activations(const at::Tensor& x) {
-  TORCH_CHECK(x.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1, "x must be a float32 matrix with contiguous rows");
-  Int8Buffers b = quantize_rows(x);
-  return {b.q, b.dx, b.s16};
-}
 
 struct Part {
   Format format;
@@ -178,7 +114,8 @@ struct Operands {
     }
     if (any_int) {
       ib = quantize_rows(x);
-      rows8 = Int8Rows{ib.q.data_ptr<int8_t>(), ib.dx.data_ptr<float>(), ib.s16.data_ptr<float>(), ib.s32.data_ptr<float>(), K};
+      rows8 = Int8Rows{ib.q.data_ptr<int8_t>(), ib.dx.data_ptr<float>(), ib.s16.data_ptr<float>(), ib.s32.data_ptr<float>(),
+                       ib.n16.data_ptr<int32_t>(), ib.n32.data_ptr<int32_t>(), K};
     }
     if (any_bf16_avx512) xb = bf16_pairs(x);
     // NOTE: the AVX2 bf16 kernel reads x in k pairs: an odd width gets a zero column.
@@ -211,7 +148,8 @@ struct Operands {
     switch (part.kernel) {
       case Kernel::kVnni:
       case Kernel::kAvx2Int: {
-        const Int8Rows from{rows8.q + r0 * K, rows8.dx + r0 * blocks, rows8.s16 + r0 * (K / 16), rows8.s32 + r0 * blocks, K};
+        const Int8Rows from{rows8.q + r0 * K,         rows8.dx + r0 * blocks,    rows8.s16 + r0 * (K / 16),
+                            rows8.s32 + r0 * blocks, rows8.n16 + r0 * (K / 16), rows8.n32 + r0 * blocks, K};
         if (part.kernel == Kernel::kVnni) int_panel_avx512_vnni(from, 0, rows, w, part.format, b, y, ldy, cols);
         else int_panel_avx2(from, 0, rows, w, part.format, b, y, ldy, cols);
         break;
@@ -315,8 +253,9 @@ void dequantize_column(const uint8_t* panel, Format f, int64_t K, int64_t j, flo
   const int64_t G = group_size(f);
   for (int64_t g = 0; g < K / G; ++g) {
     const uint8_t* gp = panel + g * group_bytes(f);
-    const float scale = scale_at(gp, f, j), minimum = scale_at(gp, f, kCols + j);
-    const uint8_t* quants = gp + 2 * kCols * scale_bytes(f) + 4 * j;
+    const float scale = scale_at(gp, f, j);
+    const float minimum = zero_point(f) != 0 ? -static_cast<float>(zero_point(f)) * scale : scale_at(gp, f, kCols + j);
+    const uint8_t* quants = gp + group_fields(f) * kCols * scale_bytes(f) + 4 * j;
     for (int64_t kk = 0; kk < G; ++kk) {
       const int64_t step = kk / 4;
       int q;
@@ -360,8 +299,6 @@ at::Tensor dequantize_packed_rows(const at::Tensor& panels, int64_t format, int6
 }  // namespace gomgr_quant
 
 TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
-  m.def("quantize_activations(Tensor x) -> (Tensor, Tensor, Tensor)");
-  m.impl("quantize_activations", &gomgr_quant::quantize_activations);
   m.def("quantized_linear(Tensor x, Tensor[] panels, int[] formats, int[] out_features, Tensor? bias, int isa) -> Tensor");
   m.impl("quantized_linear", &gomgr_quant::quantized_linear);
   m.def("quantized_gate_up(Tensor x, Tensor[] panels, int[] formats, int[] out_features, Tensor? bias, int isa) -> Tensor");
