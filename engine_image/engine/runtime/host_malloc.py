@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+from functools import cache
 
 import torch
 
@@ -36,16 +37,24 @@ _TRIM_THRESHOLD = 1 << 30
 _TOP_PAD = 64 << 20
 
 
+@cache
+def _libc() -> ctypes.CDLL | None:
+    """The C library, looked up once: ``find_library`` runs ``ldconfig -p`` each call, and
+    the scheduler trims its heap each time it goes idle."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c"))
+    except (OSError, TypeError):
+        return None
+
+
 def keep_freed_memory(device: torch.device) -> bool:
     """On CPU under glibc, tunes malloc so freed activations are reused; True if applied."""
     if device.type != "cpu":
         return False
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError, TypeError):
+    libc = _libc()
+    if libc is None or not hasattr(libc, "mallopt"):
         return False  # not glibc (musl, macOS): their allocators keep their own policy
+    mallopt = libc.mallopt
     applied = all(
         mallopt(param, value) == 1
         for param, value in (
@@ -68,8 +77,8 @@ def return_freed_memory(device: torch.device) -> bool:
     trim threshold above keeps for the next forward."""
     if device.type != "cpu":
         return False
-    try:
-        malloc_trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
-    except (OSError, AttributeError, TypeError):
+    libc = _libc()
+    if libc is None or not hasattr(libc, "malloc_trim"):
         return False
+    malloc_trim = libc.malloc_trim
     return bool(malloc_trim(0))
