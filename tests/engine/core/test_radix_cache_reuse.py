@@ -102,11 +102,11 @@ def test_abort_mid_generation_frees_everything(smol_engine: Engine) -> None:
 
 
 def test_small_pool_serves_many_requests_correctly(smollm2_dir: Path, smol_engine: Engine) -> None:
-    """50 requests of ~300 tokens through a 2,048-token pool: all finish, all correct."""
+    """30 requests of ~300 tokens (4x the pool) through a 2,048-token pool: all finish, all correct."""
     tok = smol_engine.tokenizer
     topics = ["rivers", "mountains", "volcanoes", "deserts", "forests"]
     prompts = []
-    for i in range(50):
+    for i in range(30):
         base = f"Here is a long lesson about {topics[i % 5]}. " + "It covers facts, history and science. " * 33
         prompts.append(tok.encode(base + f"Question number {i}: what is interesting?", add_special_tokens=False))
     assert all(250 <= len(p) <= 350 for p in prompts)
