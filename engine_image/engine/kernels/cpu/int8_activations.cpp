@@ -20,7 +20,7 @@ namespace {
 
 // Per row and block of 32: d = max|x| / 127, q = round(x / d) (llama.cpp's q8_0 activations),
 // in AVX2 (the library's base ISA): 4 vectors per block.
-void quantize_block(const float* v, int8_t* q, float* dx, float* s16, float* s32, int32_t* n16, int32_t* n32) {
+void quantize_block(const float* v, int8_t* q, float* dx, int32_t* n16, int32_t* n32) {
   const __m256 sign = _mm256_set1_ps(-0.f);
   __m256 a[4];
   __m256 amax = _mm256_setzero_ps();
@@ -49,9 +49,6 @@ void quantize_block(const float* v, int8_t* q, float* dx, float* s16, float* s32
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
                       _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
   *dx = d;
-  s16[0] = d * sums[0];
-  s16[1] = d * sums[1];
-  *s32 = d * (sums[0] + sums[1]);
   n16[0] = sums[0];
   n16[1] = sums[1];
   *n32 = sums[0] + sums[1];
@@ -64,34 +61,32 @@ Int8Buffers quantize_rows(const at::Tensor& x) {
   TORCH_CHECK(K % kActBlock == 0, "int8 activations need a width that is a multiple of 32, got ", K);
   const at::TensorOptions ints = x.options().dtype(at::kInt);
   Int8Buffers b{at::empty({M, K}, x.options().dtype(at::kChar)), at::empty({M, blocks}, x.options()),
-                at::empty({M, K / 16}, x.options()), at::empty({M, blocks}, x.options()),
                 at::empty({M, K / 16}, ints), at::empty({M, blocks}, ints)};
   const float* xp = x.data_ptr<float>();
   int8_t* q = b.q.data_ptr<int8_t>();
-  float *dx = b.dx.data_ptr<float>(), *s16 = b.s16.data_ptr<float>(), *s32 = b.s32.data_ptr<float>();
+  float* dx = b.dx.data_ptr<float>();
   int32_t *n16 = b.n16.data_ptr<int32_t>(), *n32 = b.n32.data_ptr<int32_t>();
   // NOTE: a block takes nanoseconds: threads only pay for many rows.
   at::parallel_for(0, M, std::max<int64_t>(1, 16384 / K), [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m)
       for (int64_t i = m * blocks; i < (m + 1) * blocks; ++i)
-        quantize_block(xp + m * ldx + (i - m * blocks) * kActBlock, q + i * kActBlock, dx + i, s16 + 2 * i, s32 + i,
-                       n16 + 2 * i, n32 + i);
+        quantize_block(xp + m * ldx + (i - m * blocks) * kActBlock, q + i * kActBlock, dx + i, n16 + 2 * i, n32 + i);
   });
   return b;
 }
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_activations(const at::Tensor& x) {
+std::tuple<at::Tensor, at::Tensor> quantize_activations(const at::Tensor& x) {
   TORCH_CHECK(x.scalar_type() == at::kFloat && x.dim() == 2 && x.stride(1) == 1, "x must be a float32 matrix with contiguous rows");
   Int8Buffers b = quantize_rows(x);
-  return {b.q, b.dx, b.s16};
+  return {b.q, b.dx};
 }
 
 }  // namespace
 }  // namespace gomgr_quant
 
 TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
-  m.def("quantize_activations(Tensor x) -> (Tensor, Tensor, Tensor)");
+  m.def("quantize_activations(Tensor x) -> (Tensor, Tensor)");
   m.impl("quantize_activations", &gomgr_quant::quantize_activations);
 }

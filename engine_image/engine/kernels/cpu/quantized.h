@@ -76,14 +76,11 @@ constexpr int64_t group_fields(Format f) { return zero_point(f) == 0 ? 2 : 1; }
 // [scale: kCols][min: kCols, without a zero point][quants]
 constexpr int64_t group_bytes(Format f) { return group_fields(f) * kCols * scale_bytes(f) + group_quant_bytes(f); }
 
-// x quantized per row and block of 32: q int8 in [-127, 127], dx the block's scale,
-// s16 and s32 the sums of q over 16 and 32 values times dx (the min term's activation),
-// n16 and n32 those sums of q themselves (the zero point's).
+// x quantized per row and block of 32: q int8 in [-127, 127], dx the block's scale, n16
+// and n32 the sums of q over 16 and 32 values (times a zero point, or dx and a min).
 struct Int8Rows {
   const int8_t* q;
   const float* dx;
-  const float* s16;
-  const float* s32;
   const int32_t* n16;
   const int32_t* n32;
   int64_t K;
@@ -91,7 +88,7 @@ struct Int8Rows {
 
 // Int8Rows' arrays, owned.
 struct Int8Buffers {
-  at::Tensor q, dx, s16, s32, n16, n32;
+  at::Tensor q, dx, n16, n32;
 };
 // x [M, K] (float32, rows contiguous, K a multiple of 32) quantized per row and block of 32.
 Int8Buffers quantize_rows(const at::Tensor& x);

@@ -75,9 +75,10 @@ _NO_MIN = frozenset({
     PackedFormat.NIBBLE32_HALF_ZERO8, PackedFormat.FIVE32_HALF_ZERO16, PackedFormat.FULL32_HALF_ZERO128,
     PackedFormat.BYTE16_ZERO32,
 })  # fmt: skip
-_FP16_SCALES = frozenset({PackedFormat.NIBBLE32_HALF, PackedFormat.FIVE32_HALF, PackedFormat.FULL32_HALF}) | (
-    _NO_MIN - {PackedFormat.BYTE16_ZERO32}
-)
+_FP16_SCALES = frozenset({
+    PackedFormat.NIBBLE32_HALF, PackedFormat.FIVE32_HALF, PackedFormat.FULL32_HALF, PackedFormat.NIBBLE32_HALF_ZERO8,
+    PackedFormat.FIVE32_HALF_ZERO16, PackedFormat.FULL32_HALF_ZERO128,
+})  # fmt: skip
 # NOTE: each int format's quants laid out as those of the float32-scaled format with a min.
 _LAYOUT = {
     PackedFormat.NIBBLE32_HALF: PackedFormat.NIBBLE32, PackedFormat.FIVE32_HALF: PackedFormat.FIVE32,
@@ -214,7 +215,7 @@ def dequantize_rows(kernels: Any, panels: torch.Tensor, fmt: PackedFormat, cols:
 
 def quantize_activations(kernels: Any, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The int8 values and per-32 scales the int kernels multiply for ``x`` (for tests)."""
-    q, scale, _ = kernels.quantize_activations(x)
+    q, scale = kernels.quantize_activations(x)
     return q, scale
 
 

@@ -110,7 +110,8 @@ GOMGR_TARGET_AVX2 void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
           dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pairs, ones));
         }
         const float dx = x.dx[m * blocks + k0 / kActBlock];
-        const float sx = G == 16 ? x.s16[m * (x.K / 16) + k0 / 16] : x.s32[m * blocks + k0 / kActBlock];
+        const int32_t n = G == 16 ? x.n16[m * (x.K / 16) + k0 / 16] : x.n32[m * blocks + k0 / kActBlock];
+        const float sx = dx * static_cast<float>(n);
         const __m256 d = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dx));
         acc[r][h] = _mm256_fmadd_ps(d, scale, acc[r][h]);
         acc[r][h] = _mm256_fmadd_ps(minimum, _mm256_set1_ps(sx), acc[r][h]);

@@ -87,7 +87,8 @@ GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
       const __m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(dot[0], dot[1]));
       acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.dx[block])), scale, acc[r]);
       if constexpr (Z == 0) {
-        const float sx = G == 16 ? x.s16[m * (x.K / 16) + k0 / 16] : x.s32[block];
+        const int32_t n = G == 16 ? x.n16[m * (x.K / 16) + k0 / 16] : x.n32[block];
+        const float sx = x.dx[block] * static_cast<float>(n);
         acc[r] = _mm512_fmadd_ps(minimum, _mm512_set1_ps(sx), acc[r]);
       }
     }

@@ -114,8 +114,8 @@ struct Operands {
     }
     if (any_int) {
       ib = quantize_rows(x);
-      rows8 = Int8Rows{ib.q.data_ptr<int8_t>(), ib.dx.data_ptr<float>(), ib.s16.data_ptr<float>(), ib.s32.data_ptr<float>(),
-                       ib.n16.data_ptr<int32_t>(), ib.n32.data_ptr<int32_t>(), K};
+      rows8 = Int8Rows{ib.q.data_ptr<int8_t>(), ib.dx.data_ptr<float>(), ib.n16.data_ptr<int32_t>(),
+                       ib.n32.data_ptr<int32_t>(), K};
     }
     if (any_bf16_avx512) xb = bf16_pairs(x);
     // NOTE: the AVX2 bf16 kernel reads x in k pairs: an odd width gets a zero column.
@@ -148,8 +148,8 @@ struct Operands {
     switch (part.kernel) {
       case Kernel::kVnni:
       case Kernel::kAvx2Int: {
-        const Int8Rows from{rows8.q + r0 * K,         rows8.dx + r0 * blocks,    rows8.s16 + r0 * (K / 16),
-                            rows8.s32 + r0 * blocks, rows8.n16 + r0 * (K / 16), rows8.n32 + r0 * blocks, K};
+        const Int8Rows from{rows8.q + r0 * K, rows8.dx + r0 * blocks, rows8.n16 + r0 * (K / 16),
+                            rows8.n32 + r0 * blocks, K};
         if (part.kernel == Kernel::kVnni) int_panel_avx512_vnni(from, 0, rows, w, part.format, b, y, ldy, cols);
         else int_panel_avx2(from, 0, rows, w, part.format, b, y, ldy, cols);
         break;
