@@ -52,10 +52,6 @@ Kernel resolve(int64_t format, int64_t isa) {
   return (isa == 1 || (isa == -1 && has_vnni())) ? Kernel::kVnni : Kernel::kAvx2Int;
 }
 
-// Panels per work item: enough multiply-adds (~1 M, ~10 us) that handing an item out (an
-// atomic add on a line the other cores share) costs little.
-int64_t panels_per_item(int64_t rows, int64_t K) { return std::max<int64_t>(1, (1 << 20) / (rows * K * kCols)); }
-
 int64_t panel_bytes(Format f, int64_t K) {
   if (f == kBF16) return (K + 1) / 2 * 2 * kCols * 2;
   if (f == kF16) return K * kCols * 2;
@@ -175,11 +171,9 @@ at::Tensor quantized_linear(const at::Tensor& x, const std::vector<at::Tensor>& 
   // NOTE: one parallel region for all row blocks and panels (row block major, so that a block
   // of x stays in cache while the threads go through the weight).
   const int64_t blocks = (ops.M + kRowBlock - 1) / kRowBlock;
-  const int64_t step = panels_per_item(std::min(kRowBlock, ops.M), ops.K), items = (ops.total_panels + step - 1) / step;
-  gomgr_cpu::parallel_items(blocks * items, [&](int64_t i) {
-    const int64_t r0 = i / items * kRowBlock, rows = std::min(kRowBlock, ops.M - r0), p0 = i % items * step;
-    for (int64_t pi = p0; pi < std::min(p0 + step, ops.total_panels); ++pi)
-      ops.panel(pi, r0, rows, yp + r0 * ops.N + ops.column(pi), ops.N);
+  gomgr_cpu::parallel_items(blocks * ops.total_panels, [&](int64_t i) {
+    const int64_t r0 = i / ops.total_panels * kRowBlock, rows = std::min(kRowBlock, ops.M - r0), pi = i % ops.total_panels;
+    ops.panel(pi, r0, rows, yp + r0 * ops.N + ops.column(pi), ops.N);
   });
   return out;
 }
@@ -193,19 +187,16 @@ at::Tensor quantized_gate_up(const at::Tensor& x, const std::vector<at::Tensor>&
   at::Tensor out = at::empty({ops.M, width}, x.options());
   float* yp = out.data_ptr<float>();
   const int64_t blocks = (ops.M + kRowBlock - 1) / kRowBlock;
-  const int64_t step = panels_per_item(2 * std::min(kRowBlock, ops.M), ops.K), items = (gate_panels + step - 1) / step;
-  gomgr_cpu::parallel_items(blocks * items, [&](int64_t i) {
-    const int64_t r0 = i / items * kRowBlock, rows = std::min(kRowBlock, ops.M - r0), p0 = i % items * step;
+  gomgr_cpu::parallel_items(blocks * gate_panels, [&](int64_t i) {
+    const int64_t r0 = i / gate_panels * kRowBlock, rows = std::min(kRowBlock, ops.M - r0), p = i % gate_panels;
     // NOTE: a panel pair's gate and up tiles stay in this thread's cache: the [M, 2 x width]
     // product is never written, nor read back by a separate SiLU pass.
     float gate[kRowBlock * kCols], up[kRowBlock * kCols];
-    for (int64_t p = p0; p < std::min(p0 + step, gate_panels); ++p) {
-      ops.panel(p, r0, rows, gate, kCols);
-      ops.panel(gate_panels + p, r0, rows, up, kCols);
-      const int64_t cols = std::min(kCols, width - p * kCols);
-      for (int64_t m = 0; m < rows; ++m)
-        gomgr_cpu::silu_mul_row(gate + m * kCols, up + m * kCols, yp + (r0 + m) * width + p * kCols, cols);
-    }
+    ops.panel(p, r0, rows, gate, kCols);
+    ops.panel(gate_panels + p, r0, rows, up, kCols);
+    const int64_t cols = std::min(kCols, width - p * kCols);
+    for (int64_t m = 0; m < rows; ++m)
+      gomgr_cpu::silu_mul_row(gate + m * kCols, up + m * kCols, yp + (r0 + m) * width + p * kCols, cols);
   });
   return out;
 }
