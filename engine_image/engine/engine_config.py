@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+KV_CACHE_DTYPES = ("auto", "fp8_e4m3", "bf16", "bfloat16")
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -11,7 +13,9 @@ class EngineConfig:
     tokenizer_path: str | None = None
     dtype: str = "auto"  # auto | float32 | bfloat16 | float16
     # NOTE: SGLang's flag: "fp8_e4m3" stores the KV pool in float8_e4m3fn with a scale per
-    # layer for K and V (the checkpoint's k_scale/v_scale, else 1.0); auto: the model dtype.
+    # layer for K and V (the checkpoint's k_scale/v_scale, else 1.0); "bf16" (or "bfloat16")
+    # in bfloat16 on CPU, half the bytes of the float32 pool the CPU kernels otherwise read;
+    # auto: the model dtype.
     kv_cache_dtype: str = "auto"
     device: str = "auto"  # auto | cpu | cuda
     context_length: int | None = None  # default: the model's max_position_embeddings
@@ -33,8 +37,8 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise ValueError(f"dtype must be auto, float32, bfloat16 or float16, got {self.dtype!r}")
-        if self.kv_cache_dtype not in ("auto", "fp8_e4m3"):
-            raise ValueError(f"kv_cache_dtype must be auto or fp8_e4m3, got {self.kv_cache_dtype!r}")
+        if self.kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ValueError(f"kv_cache_dtype must be one of {', '.join(KV_CACHE_DTYPES)}, got {self.kv_cache_dtype!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.context_length is not None and self.context_length < 2:

@@ -17,6 +17,7 @@ from engine.attention.base import FULL_ATTENTION, LayerAttention, register_atten
 from engine.attention.torch_native import TorchNativeAttention
 from engine.core.forward_batch import ForwardBatch, ForwardMode
 from engine.kernels.cpu import CPU_HEAD_DIMS, load_cpu_kernels
+from engine.memory.kv_pool import CPU_KERNEL_KV_DTYPES
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,6 @@ class CpuAttention(TorchNativeAttention):
 
     def decodes_with_kernel(self, batch: ForwardBatch) -> bool:
         """Whether a decode of ``batch`` runs the kernel: it is built and fits the head size,
-        and the pool is float32 on the CPU."""
+        and the pool is float32 or bfloat16 on the CPU."""
         pool = batch.kv_pool
-        return self._kernels is not None and pool.device.type == "cpu" and pool.dtype == torch.float32
+        return self._kernels is not None and pool.device.type == "cpu" and pool.dtype in CPU_KERNEL_KV_DTYPES

@@ -1,5 +1,6 @@
-"""Per-layer K and V buffers indexed by KV slot, in the model dtype or in FP8 (e4m3) with a
-scale per layer for K and for V (``--kv-cache-dtype fp8_e4m3``)."""
+"""Per-layer K and V buffers indexed by KV slot, in the model dtype, in bfloat16 on CPU
+(``--kv-cache-dtype bf16``) or in FP8 (e4m3) with a scale per layer for K and for V
+(``--kv-cache-dtype fp8_e4m3``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from engine.kernels.cpu import cpu_kernels_for_heads
 from engine.kernels.fp8_cast import E4M3, to_e4m3
 
 FP8_KV_DTYPE = E4M3
+# NOTE: the pool dtypes the CPU kernels store into and attend over (store_kv, decode_attention).
+CPU_KERNEL_KV_DTYPES = (torch.float32, torch.bfloat16)
 
 
 class KVPool:
@@ -79,7 +82,7 @@ class KVPool:
         Values are cast to the pool dtype. NOTE: ``loc`` must not repeat a slot other than
         the dummy slot 0; for a repeated slot, which row wins is unspecified.
         """
-        kernels = cpu_kernels_for_heads(k) if self.dtype == torch.float32 else None
+        kernels = cpu_kernels_for_heads(k) if self.dtype in CPU_KERNEL_KV_DTYPES else None
         if kernels is not None and cpu_kernels_for_heads(v) is not None and loc.dtype == torch.int64:
             # NOTE: one C++ pass writing both rows of each token, k and v read where they lie.
             kernels.store_kv(k, v, self._k[layer], self._v[layer], loc.contiguous())
@@ -96,13 +99,13 @@ class KVPool:
         """The K (or, ``value``, V) rows of ``slots`` (``[n]``), in ``dtype`` where the pool is FP8."""
         rows = (self._v if value else self._k)[layer].index_select(0, slots)
         if not self.fp8:
-            return rows
+            return rows.to(dtype)
         return rows.to(dtype) * self.scales[layer][int(value)]
 
     def as_stored(self, layer: int, value: bool, x: torch.Tensor) -> torch.Tensor:
-        """``x`` (K, or ``value``, V rows) as ``read`` gives them back once stored."""
+        """``x`` (K, or ``value``, V rows) as ``read`` gives them back once stored, in x's dtype."""
         if not self.fp8:
-            return x.to(self.dtype)
+            return x.to(self.dtype).to(x.dtype)
         scale = self.scales[layer][int(value)]
         return to_e4m3(x, scale).to(x.dtype) * scale
 

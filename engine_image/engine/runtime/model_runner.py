@@ -106,7 +106,7 @@ class ModelRunner:
         self.kv_scales: list[tuple[float, float]] | None = None
         self.model, self.weights = self._build_model(self.model_config.model_path)
         mc = self.local_config
-        kv_dtype = FP8_KV_DTYPE if config.kv_cache_dtype == "fp8_e4m3" else self.dtype
+        kv_dtype = self._kv_dtype(config.kv_cache_dtype)
         per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, kv_dtype)
         self.max_total_tokens = kv_pool_tokens(config, self.device, per_token, self.context_length)
         if self.tp is not None:
@@ -185,6 +185,21 @@ class ModelRunner:
             self.model, self.attention, self.kv_pool, self.req_to_token_pool.req_to_token,
             capture_batch_sizes(self.config.max_running_requests), self.device, self.expert_recorder,
         )
+
+    def _kv_dtype(self, kv_cache_dtype: str) -> torch.dtype:
+        """The KV pool's dtype for ``--kv-cache-dtype``: FP8, bfloat16, or the model's."""
+        if kv_cache_dtype == "fp8_e4m3":
+            return FP8_KV_DTYPE
+        if kv_cache_dtype in ("bf16", "bfloat16") and self.dtype != torch.bfloat16:
+            # NOTE: the GPU kernels read a pool of the model's dtype or FP8; the CPU ones a
+            # float32 or bfloat16 pool with float32 queries.
+            if self.device.type != "cpu" or self.dtype != torch.float32:
+                raise ValueError(
+                    "kv_cache_dtype bf16 is for CPU engines computing in float32 (--dtype auto, float32 or "
+                    "bfloat16); elsewhere the KV pool takes the model's dtype or fp8_e4m3"
+                )
+            return torch.bfloat16
+        return self.dtype
 
     def _context_length(self) -> int:
         mc = self.model_config

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from engine.distributed.tp_checks import tp_problems
-from engine.engine_config import EngineConfig
+from engine.engine_config import KV_CACHE_DTYPES, EngineConfig
 from engine.function_call.registry import TOOL_CALL_DETECTORS
 from engine.reasoning.registry import REASONING_FORMATS
 
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--served-model-name")
     p.add_argument("--trust-remote-code", action="store_true")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8_e4m3"])
+    p.add_argument("--kv-cache-dtype", default="auto", choices=list(KV_CACHE_DTYPES))
     p.add_argument("--device", default="auto")
     p.add_argument("--context-length", type=int)
     p.add_argument("--max-total-tokens", type=int)

@@ -79,12 +79,56 @@ def test_queries_sliced_from_a_wider_projection_are_read_correctly() -> None:
 
 
 @pytest.mark.parametrize(
-    ("head_dim", "dtype"), [(24, torch.float32), (64, torch.bfloat16)], ids=["head-dim-24", "bf16-pool"]
+    ("head_dim", "dtype"), [(24, torch.float32), (64, torch.float16)], ids=["head-dim-24", "fp16-pool"]
 )
 def test_what_the_kernel_does_not_cover_runs_the_torch_path(head_dim: int, dtype: torch.dtype) -> None:
     got, expected, used_kernel = _decode_both((4, 2), head_dim, dtype)
     assert not used_kernel
     torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("mode", ["decode", "prefill"])
+def test_a_bfloat16_pool_attends_as_a_float32_pool_of_the_same_values(mode: str) -> None:
+    """``--kv-cache-dtype bf16``: the kernel widens the stored bf16 rows exactly, so its output
+    equals, bit for bit, the kernel's over a float32 pool holding the same (rounded) values,
+    and the torch-native path over the bf16 pool within float32 rounding."""
+    lens = DECODE if mode == "decode" else {"prefix_lens": [0, 5, 300], "new_lens": [6, 3, 9]}
+    bf16 = attention_case(num_heads=9, num_kv_heads=3, head_dim=64, dtype=torch.float32, device=CPU,
+                          kv_dtype=torch.bfloat16, **lens)  # fmt: skip
+    fp32 = attention_case(num_heads=9, num_kv_heads=3, head_dim=64, dtype=torch.float32, device=CPU, **lens)
+    pool32, pool16 = fp32.batch.kv_pool, bf16.batch.kv_pool
+    # NOTE: the same seed gives the same slots and values: the float32 pool takes the bf16 one's rows.
+    pool32.k_buffer(0).copy_(pool16.k_buffer(0))
+    pool32.v_buffer(0).copy_(pool16.v_buffer(0))
+    k, v = (x.to(torch.bfloat16).float() for x in (bf16.k, bf16.v))
+    outputs = []
+    for case, keys, values in ((bf16, bf16.k, bf16.v), (fp32, k, v)):
+        backend = create_attention_backend("cpu", 9, 3, 64)
+        assert isinstance(backend, CpuAttention)
+        backend.init_forward_metadata(case.batch)
+        assert backend.decodes_with_kernel(case.batch)
+        outputs.append(backend.forward(case.q, keys, values, 0, case.batch))
+    assert torch.equal(outputs[0], outputs[1])
+    reference = create_attention_backend("torch_native", 9, 3, 64)
+    reference.init_forward_metadata(bf16.batch)
+    torch.testing.assert_close(outputs[0], reference.forward(bf16.q, bf16.k, bf16.v, 0, bf16.batch), atol=1e-5, rtol=1e-5)
+
+
+def test_store_kv_rounds_into_a_bfloat16_pool_as_torch_does() -> None:
+    kernels = load_cpu_kernels()
+    assert kernels is not None
+    # NOTE: ties to even both ways, the largest finite float (rounds to inf), inf, -0, NaN, a denormal.
+    special = torch.tensor([1 + 2**-8, 1 + 3 * 2**-8, 3.4028235e38, float("inf"), -0.0, float("nan"), 1e-40, -2.5])
+    k = torch.cat([special, torch.randn(64 * 3 * 4 - special.numel()) * 10]).view(4, 3, 64)
+    v = torch.randn(4, 3, 64)
+    k_buffer, v_buffer = torch.zeros(9, 3, 64, dtype=torch.bfloat16), torch.zeros(9, 3, 64, dtype=torch.bfloat16)
+    loc = torch.tensor([7, 2, 5, 1])
+    kernels.store_kv(k, v, k_buffer, v_buffer, loc)
+    for buffer, x in ((k_buffer, k), (v_buffer, v)):
+        stored, expected = buffer[loc], x.to(torch.bfloat16)
+        # NOTE: NaN stays NaN (torch's bits for it differ between its own code paths).
+        assert torch.equal(stored.isnan(), expected.isnan())
+        assert torch.equal(stored.view(torch.int16)[~x.isnan()], expected.view(torch.int16)[~x.isnan()])
 
 
 # NOTE: fresh prompts of equal length (one batched SDPA call in the reference), one of

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include "cpu_ops.h"
+#include "vec8.h"
 
 namespace {
 
@@ -63,14 +64,17 @@ void rotary_heads(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
   });
 }
 
-// k_buffer[loc[t]] = k[t] and v_buffer[loc[t]] = v[t]; k, v: [T, KVH, D]; buffers [S, KVH, D].
+// k_buffer[loc[t]] = k[t] and v_buffer[loc[t]] = v[t]; k, v: [T, KVH, D] float32; buffers [S, KVH, D],
+// float32 (copied) or bfloat16 (rounded to nearest even, as torch's .to(bfloat16)).
 void store_kv(const at::Tensor& k, const at::Tensor& v, const at::Tensor& k_buffer, const at::Tensor& v_buffer,
               const at::Tensor& loc) {
   check_heads(k, "k");
   check_heads(v, "v");
-  TORCH_CHECK(k_buffer.scalar_type() == at::kFloat && k_buffer.is_contiguous() && v_buffer.scalar_type() == at::kFloat &&
-                  v_buffer.is_contiguous() && k_buffer.sizes() == v_buffer.sizes() && k_buffer.dim() == 3,
-              "k_buffer and v_buffer must be contiguous float32 [slots, kv_heads, head_dim] tensors");
+  const bool bf16 = k_buffer.scalar_type() == at::kBFloat16;
+  TORCH_CHECK((bf16 || k_buffer.scalar_type() == at::kFloat) && v_buffer.scalar_type() == k_buffer.scalar_type() &&
+                  k_buffer.is_contiguous() && v_buffer.is_contiguous() && k_buffer.sizes() == v_buffer.sizes() &&
+                  k_buffer.dim() == 3,
+              "k_buffer and v_buffer must be contiguous [slots, kv_heads, head_dim] tensors, both float32 or both bfloat16");
   const int64_t T = k.size(0), row = k.size(1) * k.size(2), slots = k_buffer.size(0);
   TORCH_CHECK(v.size(0) == T && v.size(1) * v.size(2) == row && k_buffer.size(1) * k_buffer.size(2) == row,
               "k, v and the buffers must have the same heads and head_dim");
@@ -79,10 +83,25 @@ void store_kv(const at::Tensor& k, const at::Tensor& v, const at::Tensor& k_buff
   for (int64_t t = 0; t < T; ++t) TORCH_CHECK(lp[t] >= 0 && lp[t] < slots, "slot ", lp[t], " is outside the pool");
   const float* kp = k.data_ptr<float>();
   const float* vp = v.data_ptr<float>();
-  float* kb = k_buffer.data_ptr<float>();
-  float* vb = v_buffer.data_ptr<float>();
   const int64_t ks = k.stride(0), vs = v.stride(0);
   const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(2 * row, 1));
+  if (bf16) {
+    uint16_t* kb = static_cast<uint16_t*>(k_buffer.data_ptr());
+    uint16_t* vb = static_cast<uint16_t*>(v_buffer.data_ptr());
+    at::parallel_for(0, T, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        uint16_t *kd = kb + lp[t] * row, *vd = vb + lp[t] * row;
+        const float *kt = kp + t * ks, *vt = vp + t * vs;
+#pragma omp simd
+        for (int64_t i = 0; i < row; ++i) kd[i] = to_bf16(kt[i]);
+#pragma omp simd
+        for (int64_t i = 0; i < row; ++i) vd[i] = to_bf16(vt[i]);
+      }
+    });
+    return;
+  }
+  float* kb = k_buffer.data_ptr<float>();
+  float* vb = v_buffer.data_ptr<float>();
   at::parallel_for(0, T, grain, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       std::memcpy(kb + lp[t] * row, kp + t * ks, row * sizeof(float));
