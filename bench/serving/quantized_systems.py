@@ -5,6 +5,8 @@ and, on CPUs with bf16 instructions, our engine and vLLM CPU in bf16.
 Both engines compute on both cores: ours on every CPU it may use, llama.cpp with
 `--threads 2 --threads-batch 2`. llama-server gets 32 slots (`--parallel 32`, continuous
 batching) over one unified KV cache of the tokens ours may hold (`--max-total-tokens`).
+Both keep that cache in 16 bits: llama.cpp's default F16, ours `--kv-cache-dtype bf16` on the
+GGUF files (its fp32 path keeps its float32 pool).
 """
 
 from __future__ import annotations
@@ -44,11 +46,11 @@ LLAMA_LOG_FACTS = ("system_info:", "file type", "model buffer size")
 # per request arrival and none per token, from its own log thread: no cost that shows here.
 LOG_VERBOSITY = "4"
 # NOTE: what the engine's /server_info says about its weights and the kernels multiplying them.
-OURS_FACTS = ("dtype", "weights_format", "weights_quant_types", "weights_kernel")
+OURS_FACTS = ("dtype", "kv_pool_dtype", "weights_format", "weights_quant_types", "weights_kernel")
 
 
 def ours_gguf(qtype: str) -> Callable[[Path, int], Launch]:
-    return lambda _model_dir, port: ours_launch(quantized_gguf(REPO, qtype), port)
+    return lambda _model_dir, port: ours_launch(quantized_gguf(REPO, qtype), port, "--kv-cache-dtype", "bf16")
 
 
 def llama_server(qtype: str) -> Callable[[Path, int], Launch]:
@@ -82,7 +84,7 @@ def _systems() -> list[System]:
     systems: list[System] = []
     for qtype in GGUF_TYPES:
         systems.append(System(
-            f"ours GGUF {qtype}", f"GGUF {qtype}", "--model-path file.gguf", ours_gguf(qtype),
+            f"ours GGUF {qtype}", f"GGUF {qtype}", "--model-path file.gguf --kv-cache-dtype bf16", ours_gguf(qtype),
             describe=ours_facts,
         ))  # fmt: skip
         systems.append(System(

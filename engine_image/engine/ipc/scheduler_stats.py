@@ -35,3 +35,4 @@ class SchedulerStats(msgspec.Struct, frozen=True, tag=True):
     weights_quant_types: tuple[str, ...] = ()  # a GGUF file's types, the most common first
     weights_kernel: str = ""  # a GGUF model's kernel path, e.g. "dequantized to bfloat16 at load"
     kv_pool_bytes: int = 0  # the K and V buffers of max_total_tokens tokens; 0 without a KV cache
+    kv_pool_dtype: str = ""  # what they hold: the model's dtype, "bfloat16" or "float8_e4m3fn" (--kv-cache-dtype)

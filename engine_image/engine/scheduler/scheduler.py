@@ -174,6 +174,7 @@ class Scheduler:
             weights_quant_types=runner.weights.quant_types,
             weights_kernel=runner.weights.kernel,
             kv_pool_bytes=runner.kv_pool.nbytes,
+            kv_pool_dtype=str(runner.kv_pool.dtype).removeprefix("torch."),
         )
 
     # ------------------------------------------------------------------ stepping

@@ -209,6 +209,7 @@ def _stats_fields(stats: SchedulerStats) -> dict[str, Any]:
         "model_path": stats.model_path,
         "max_total_tokens": stats.max_total_tokens,
         "kv_pool_bytes": stats.kv_pool_bytes,
+        "kv_pool_dtype": stats.kv_pool_dtype,
         "context_length": stats.context_length,
     }
     if stats.kv is not None:

@@ -35,6 +35,7 @@ def test_a_bf16_pool_is_half_the_bytes_and_every_path_reads_it_alike() -> None:
     pool = engine.runner.kv_pool
     assert pool.dtype == torch.bfloat16
     assert pool.nbytes * 2 == fp32.runner.kv_pool.nbytes
+    assert engine.scheduler.stats().kv_pool_dtype == "bfloat16"
     first = _generate(engine)
     # NOTE: the same prompts again: every prefix now comes from the radix cache's bf16 rows.
     assert _generate(engine) == first

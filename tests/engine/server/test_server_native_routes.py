@@ -129,6 +129,7 @@ def test_server_info(client: httpx.Client, wait_idle: Callable[..., dict[str, An
     assert info["kv_pool_free_tokens"] + info["kv_pool_used_tokens"] == 16384
     # NOTE: K and V of 30 layers x 3 KV heads x 64 dims in fp32, for 16,384 slots + the dummy one.
     assert info["kv_pool_bytes"] == (16384 + 1) * 2 * 30 * 3 * 64 * 4
+    assert info["kv_pool_dtype"] == "float32"
     assert 0 <= info["radix_cache_evictable_tokens"] <= info["radix_cache_tokens"]
     assert info["num_running_reqs"] == 0 and info["num_waiting_reqs"] == 0
     assert isinstance(info["version"], str) and info["version"]
