@@ -99,6 +99,8 @@ class ModelRunner:
         if self.device.type == "cpu" and self.dtype == torch.bfloat16:
             self.dtype = torch.float32
         self.context_length = self._context_length()
+        # NOTE: before the weights load, so a KV dtype the engine cannot run is refused at once.
+        kv_dtype = self._kv_dtype(config.kv_cache_dtype)
         # NOTE: owned here, not by the model, so a recording survives a weight reload.
         self.expert_recorder = self._expert_recorder()
         # NOTE: the FP8 KV pool's (k, v) scale per layer: an FP8 checkpoint's where it has
@@ -106,7 +108,6 @@ class ModelRunner:
         self.kv_scales: list[tuple[float, float]] | None = None
         self.model, self.weights = self._build_model(self.model_config.model_path)
         mc = self.local_config
-        kv_dtype = self._kv_dtype(config.kv_cache_dtype)
         per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, kv_dtype)
         self.max_total_tokens = kv_pool_tokens(config, self.device, per_token, self.context_length)
         if self.tp is not None:

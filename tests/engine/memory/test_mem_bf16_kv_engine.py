@@ -67,7 +67,7 @@ def test_smollm2_greedy_with_a_bf16_pool_answers_as_with_float32(smollm2_dir: Pa
 
 
 def test_the_flag_takes_sglangs_names_and_refuses_others() -> None:
-    path = str(tiny_gguf("qwen2", GGMLQuantizationType.Q8_0))
+    path = str(tiny_gguf("qwen2", GGMLQuantizationType.Q4_K))
     assert parse_server_args(["--model-path", path, "--kv-cache-dtype", "bf16"]).engine_config().kv_cache_dtype == "bf16"
     assert EngineConfig("m", kv_cache_dtype="bfloat16").kv_cache_dtype == "bfloat16"
     with pytest.raises(ValueError, match="kv_cache_dtype must be one of auto, fp8_e4m3, bf16, bfloat16"):
@@ -76,5 +76,5 @@ def test_the_flag_takes_sglangs_names_and_refuses_others() -> None:
 
 def test_a_bf16_pool_under_float16_activations_is_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match="kv_cache_dtype bf16 is for CPU engines computing in float32"):
-        Engine(str(tiny_gguf("qwen2", GGMLQuantizationType.Q8_0)), max_total_tokens=256, dtype="float16",
+        Engine(str(tiny_gguf("qwen2", GGMLQuantizationType.Q4_K)), max_total_tokens=256, dtype="float16",
                kv_cache_dtype="bf16")  # fmt: skip
