@@ -96,11 +96,10 @@ class KVPool:
         self._v[layer][loc] = v.to(self.dtype)
 
     def read(self, layer: int, value: bool, slots: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """The K (or, ``value``, V) rows of ``slots`` (``[n]``), in ``dtype`` where the pool is FP8."""
-        rows = (self._v if value else self._k)[layer].index_select(0, slots)
-        if not self.fp8:
-            return rows.to(dtype)
-        return rows.to(dtype) * self.scales[layer][int(value)]
+        """The K (or, ``value``, V) rows of ``slots`` (``[n]``) in ``dtype``: an FP8 pool's scaled,
+        a bfloat16 pool's widened."""
+        rows = (self._v if value else self._k)[layer].index_select(0, slots).to(dtype)
+        return rows * self.scales[layer][int(value)] if self.fp8 else rows
 
     def as_stored(self, layer: int, value: bool, x: torch.Tensor) -> torch.Tensor:
         """``x`` (K, or ``value``, V rows) as ``read`` gives them back once stored, in x's dtype."""

@@ -65,7 +65,6 @@ at::Tensor bf16_pairs(const at::Tensor& x) {
   return xb;
 }
 
-
 struct Part {
   Format format;
   Kernel kernel;
