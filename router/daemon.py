@@ -108,8 +108,10 @@ class RouterDaemon:
             )
 
     def wait_started(self, process: subprocess.Popen[bytes], timeout_s: float = START_TIMEOUT_S) -> bool:
-        """Wait until the `launch`ed router answers /health and record it (True); the router
-        ended with RouterDaemonError if it exits first or does not answer in time."""
+        """Wait until the `launch`ed router answers /health and record it (True); False where it
+        exited because another launch of this router took the port and that one answers in
+        time (it lost a race: nothing of this call runs); else RouterDaemonError, the router
+        ended, if it exits first or does not answer in time."""
         import psutil
 
         found = RouterProcess(
@@ -123,15 +125,37 @@ class RouterDaemon:
         with httpx.Client(timeout=2, verify=False) as client:
             while time.monotonic() < deadline:
                 if process.poll() is not None:
-                    raise RouterDaemonError(
-                        f"the router exited with status {process.returncode} at start:\n{self.log_tail()}"
-                    )
-                if _listening(self.host, self.port) and _healthy(client, found.url):
+                    if not self._port_held_by_a_sibling():
+                        raise RouterDaemonError(
+                            f"the router exited with status {process.returncode} at start:\n{self.log_tail()}"
+                        )
+                    # NOTE: another launch of this router won the port (two cold `gomgr
+                    # start`s at once): ours exited at its bind, having started nothing.
+                    if _healthy(client, found.url):
+                        return False
+                elif (
+                    _listening(self.host, self.port)
+                    and _healthy(client, found.url)
+                    and _listens_on(process.pid, self.port)
+                ):
                     _write_atomic(self.record_path, json.dumps(asdict(found)) + "\n")
                     return True
                 time.sleep(START_POLL_S)
         _end(process.pid)
         raise RouterDaemonError(f"the router did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def _port_held_by_a_sibling(self) -> bool:
+        """Whether the process listening on this router's port runs this router's module."""
+        import psutil
+
+        for connection in psutil.net_connections(kind="tcp"):
+            if connection.status == psutil.CONN_LISTEN and connection.laddr.port == self.port and connection.pid:
+                try:
+                    command = psutil.Process(connection.pid).cmdline()
+                except psutil.Error:
+                    return False
+                return "-m" in command and self.module in command
+        return False
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> bool:
         """SIGTERM, a bounded wait, then SIGKILL. False when no router of ours ran."""
@@ -156,6 +180,18 @@ def _listening(host: str, port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def _listens_on(pid: int, port: int) -> bool:
+    """Whether process `pid` itself holds the listening socket on `port` (a router launched
+    at the same moment may answer there first, and ours then exits at its bind)."""
+    import psutil
+
+    try:
+        connections = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error:
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in connections)
 
 
 def _healthy(client: httpx.Client, url: str) -> bool:
