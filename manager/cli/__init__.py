@@ -28,11 +28,6 @@ def app() -> None:
         from manager.cli.early_start import begin_early_start
 
         early = begin_early_start(sys.argv[1:])
-        if early is not None:
-            from manager.lifecycle.start_priority import lower_this_process
-
-            # NOTE (issue 30): what this process does from here waits on the engine.
-            lower_this_process()
     from manager.cli.commands import app as commands
 
     try:

@@ -13,10 +13,6 @@ def main() -> None:
         # NOTE (issue 30): the web stack imports only once the handed-over start's engine
         # runs: imported meanwhile, on this thread, it would hold the GIL from the planning.
         booted.start.wait_spawned()
-        from manager.lifecycle.start_priority import import_niced
-
-        # NOTE (issue 30): ~0.5 CPU-s that the engine's start would otherwise share.
-        import_niced("manager.supervisor.front_door")
     from manager.supervisor.front_door import serve_supervised
 
     serve_supervised(booted, log_level)
