@@ -12,6 +12,7 @@ from typing import NoReturn
 from starlette.types import ASGIApp
 
 from engine.core.errors import UnsupportedModelError
+from engine.core.startup_collection import uncollected_start_up
 from engine.gguf.hf_view import hf_directory
 from engine.ipc.sockets import PortArgs
 from engine.ipc.startup import SchedulerReady
@@ -74,7 +75,8 @@ def serve(args: ServerArgs) -> None:
     port_args = PortArgs.create(args.tokenizer_worker_num)
     workers = TokenizerWorkers.create(args.tokenizer_worker_num, _metrics_dir(args, port_args))
     supervisor = Supervisor()
-    with LoadingResponder(listening):
+    # NOTE: the web stack's and the tokenizer's imports run while the children start.
+    with LoadingResponder(listening), uncollected_start_up():
         app = _load(args, port_args, workers, listening, supervisor)
     try:
         serve_app(app, listening, args)

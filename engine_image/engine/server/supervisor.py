@@ -15,6 +15,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from engine.core.process_guard import die_with_parent, ignore_interrupts
+from engine.core.startup_collection import uncollected_start_up
 from engine.ipc.startup import ChildReady, StartupFailed, StartupReport
 
 logger = logging.getLogger(__name__)
@@ -41,15 +42,18 @@ class EntryPoint:
 
 
 def _run_child(server_pid: int, entry: EntryPoint, *args: Any) -> None:
-    """What a spawned child runs: the guards first, then the entry's imports (seconds), so a
-    server killed or interrupted meanwhile takes the child with it as at any other time.
+    """What a spawned child runs: the guards first, then the entry's imports (seconds; without
+    the cyclic collector, engine/core/startup_collection.py), so a server killed or
+    interrupted meanwhile takes the child with it as at any other time.
 
     NOTE: the server's pid travels with the child: one killed before the child got here has
     already left it to another parent, which the guard would take for its own.
     """
     die_with_parent(server_pid)
     ignore_interrupts()
-    getattr(importlib.import_module(entry.module), entry.function)(*args)
+    with uncollected_start_up():
+        module = importlib.import_module(entry.module)
+    getattr(module, entry.function)(*args)
 
 
 @dataclass
