@@ -91,7 +91,7 @@ def _container(data: dict[str, Any] | None) -> ContainerSpec | None:
         return None
     return ContainerSpec(
         image=data["image"], shm_size=data["shm_size"], gpus=bool(data["gpus"]),
-        entrypoint=tuple(data["entrypoint"]),
+        gpu_ids=tuple(data.get("gpu_ids", ())), entrypoint=tuple(data["entrypoint"]),
     )
 
 

@@ -86,7 +86,10 @@ def test_a_restart_keeps_the_pins(
     container: ContainerSpec | None, env: tuple[tuple[str, str], ...], gpus: str
 ) -> None:
     handle = EngineHandle(_spec(container, env), "docker" if container else "process", 1, 0.0, Path("/l"), 0.0)
-    assert restart_request(EngineRecord(handle, EngineState.READY)).gpus == gpus
+    # NOTE: through the record's JSON, as a restart reads it from the state directory.
+    record = EngineRecord.from_json(EngineRecord(handle, EngineState.READY).to_json())
+    assert record.handle.spec.container == container
+    assert restart_request(record).gpus == gpus
 
 
 def _spec(container: ContainerSpec | None, env: tuple[tuple[str, str], ...] = ()) -> EngineSpec:
