@@ -145,17 +145,19 @@ class RouterDaemon:
         raise RouterDaemonError(f"the router did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")
 
     def _port_held_by_a_sibling(self) -> bool:
-        """Whether the process listening on this router's port runs this router's module."""
+        """Whether the process listening on this router's port runs this router's module;
+        False where that cannot be told (another user's process, a platform that hides it)."""
         import psutil
 
-        for connection in psutil.net_connections(kind="tcp"):
-            if connection.status == psutil.CONN_LISTEN and connection.laddr.port == self.port and connection.pid:
-                try:
-                    command = psutil.Process(connection.pid).cmdline()
-                except psutil.Error:
-                    return False
-                return "-m" in command and self.module in command
-        return False
+        try:
+            holders = [
+                c.pid for c in psutil.net_connections(kind="tcp")
+                if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port and c.pid
+            ]  # fmt: skip
+            command = psutil.Process(holders[0]).cmdline() if holders else []
+        except psutil.Error:
+            return False
+        return "-m" in command and self.module in command
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> bool:
         """SIGTERM, a bounded wait, then SIGKILL. False when no router of ours ran."""
@@ -184,13 +186,14 @@ def _listening(host: str, port: int) -> bool:
 
 def _listens_on(pid: int, port: int) -> bool:
     """Whether process `pid` itself holds the listening socket on `port` (a router launched
-    at the same moment may answer there first, and ours then exits at its bind)."""
+    at the same moment may answer there first, and ours then exits at its bind); True where
+    its sockets cannot be read, as before this check."""
     import psutil
 
     try:
         connections = psutil.Process(pid).net_connections(kind="tcp")
     except psutil.Error:
-        return False
+        return True
     return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in connections)
 
 
