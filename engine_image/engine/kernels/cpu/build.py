@@ -2,7 +2,8 @@
 
 The library is named after the vector ISA it is built for and a hash of its source and
 flags, and lives in ``$TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``), so a
-machine compiles it once (~15 s) and every later engine start loads it in milliseconds.
+machine compiles it once (~70 s on two cores: ten sources, each ~5-20 CPU-s, most of it
+torch's headers) and every later engine start loads it in milliseconds.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def _build_and_load(library: Path) -> None:
         if library.exists():  # another engine built it while this one waited
             torch.ops.load_library(str(library))
             return
-        logger.info("building the CPU kernels for this machine (once, ~35 s)")
+        logger.info("building the CPU kernels for this machine (once; about a minute on two cores)")
         with tempfile.TemporaryDirectory(dir=library.parent) as build_dir:
             name = library.stem
             # NOTE: is_python_module=False makes torch load the built library (by path) into
