@@ -123,14 +123,17 @@ class RouterDaemon:
 
         deadline = time.monotonic() + timeout_s
         with httpx.Client(timeout=2, verify=False) as client:
+            lost_the_port = False
             while time.monotonic() < deadline:
-                if process.poll() is not None:
+                if not lost_the_port and process.poll() is not None:
                     if not self._port_held_by_a_sibling():
                         raise RouterDaemonError(
                             f"the router exited with status {process.returncode} at start:\n{self.log_tail()}"
                         )
                     # NOTE: another launch of this router won the port (two cold `gomgr
                     # start`s at once): ours exited at its bind, having started nothing.
+                    lost_the_port = True
+                if lost_the_port:
                     if _healthy(client, found.url):
                         return False
                 elif (
