@@ -102,22 +102,22 @@ def test_abort_mid_generation_frees_everything(smol_engine: Engine) -> None:
 
 
 def test_small_pool_serves_many_requests_correctly(smollm2_dir: Path, smol_engine: Engine) -> None:
-    """30 requests of ~300 tokens (4x the pool) through a 2,048-token pool: all finish, all correct."""
+    """20 requests of ~160 tokens (4x the pool) through a 768-token pool: all finish, all correct."""
     tok = smol_engine.tokenizer
     topics = ["rivers", "mountains", "volcanoes", "deserts", "forests"]
     prompts = []
-    for i in range(30):
-        base = f"Here is a long lesson about {topics[i % 5]}. " + "It covers facts, history and science. " * 33
+    for i in range(20):
+        base = f"Here is a long lesson about {topics[i % 5]}. " + "It covers facts, history and science. " * 16
         prompts.append(tok.encode(base + f"Question number {i}: what is interesting?", add_special_tokens=False))
-    assert all(250 <= len(p) <= 350 for p in prompts)
+    assert all(140 <= len(p) <= 180 for p in prompts)
     params = {"temperature": 0, "max_new_tokens": 8, "ignore_eos": True}
 
     reference = Engine(str(smollm2_dir), max_total_tokens=16384, disable_radix_cache=True)
     expected = [r["output_ids"] for r in reference.generate(input_ids=prompts, sampling_params=params)]
     del reference
 
-    small = Engine(str(smollm2_dir), max_total_tokens=2048, chunked_prefill_size=512)
+    small = Engine(str(smollm2_dir), max_total_tokens=768, chunked_prefill_size=256)
     results = small.generate(input_ids=prompts, sampling_params=params)
     assert [r["output_ids"] for r in results] == expected
-    assert any(r["meta_info"]["cached_tokens"] > 200 for r in results)
+    assert any(r["meta_info"]["cached_tokens"] > 100 for r in results)
     _assert_pool_free(small)

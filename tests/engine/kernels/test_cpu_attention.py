@@ -5,6 +5,7 @@ exists."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 
@@ -149,6 +151,17 @@ def test_prefill_runs_the_kernel_per_token_as_torch_native_does(prefix_lens: lis
     torch.testing.assert_close(backend.forward(case.q, case.k, case.v, 0, case.batch), expected, atol=1e-5, rtol=1e-5)
 
 
+def _kill_orphaned_compilers(build_root: Path) -> None:
+    """The compilers a killed build leaves running, by pid: ninja starts each job in a process
+    group of its own, so they outlive the group the build was killed with and would finish a
+    second build beside the one the test waits for."""
+    for process in psutil.process_iter(["cwd"]):
+        # NOTE: ninja runs them in the build's private directory, under the cache root.
+        if Path(process.info["cwd"] or "/").is_relative_to(build_root):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+
+
 def _build_in_subprocess(cache: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     code = (
         "import logging, sys; logging.basicConfig(level=logging.INFO, stream=sys.stdout)\n"
@@ -173,6 +186,7 @@ def test_a_killed_build_blocks_nobody_and_concurrent_builds_compile_once(tmp_pat
     assert killed.poll() is None, killed.communicate()[0]
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait()
+    _kill_orphaned_compilers(tmp_path)
     builders = [_build_in_subprocess(tmp_path) for _ in range(2)]
     outputs = [b.communicate(timeout=240)[0] for b in builders]
     assert all(b.returncode == 0 for b in builders), outputs

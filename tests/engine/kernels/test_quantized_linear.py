@@ -213,7 +213,7 @@ def test_q8_0_keeps_fp16_scales_where_its_min_would_overflow_fp16(kernels) -> No
     torch.testing.assert_close(embedding(ids), large.dequantize(), rtol=0, atol=0)
 
 
-# NOTE: quantized.h's zero_point() of each format: the kernel starts a group's dot at -zero
+# NOTE: panel_kernels.h's zero_point() of each format: the kernel starts a group's dot at -zero
 # point * sum(x) and never reads the stored min, so the min must be exactly that.
 @pytest.mark.parametrize(
     ("qtype", "fmt", "zero_point"),

@@ -13,12 +13,6 @@
 #include <cstdint>
 #include "cpu_ops.h"
 
-namespace {
-
-constexpr int64_t kGrainElements = 32768;
-
-}  // namespace
-
 namespace gomgr_cpu {
 
 void silu_and_mul(const at::Tensor& gate_up, const at::Tensor& out) {

@@ -12,6 +12,9 @@
 
 namespace gomgr_cpu {
 
+// NOTE: elements per task of the row-wise ops: below ~32K a second thread costs more than it saves.
+constexpr int64_t kGrainElements = 32768;
+
 void rms_norm(const at::Tensor& x, const at::Tensor& out, const at::Tensor& weight, double eps);
 void add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& normed, const at::Tensor& sum,
                   const at::Tensor& weight, double eps);

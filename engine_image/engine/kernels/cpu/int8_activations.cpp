@@ -1,4 +1,4 @@
-// x quantized to int8 per row and block of 32 (quantized.h's Int8Rows): the activations of
+// x quantized to int8 per row and block of 32 (panel_kernels.h's Int8Rows): the activations of
 // every int kernel, made once per call for all the parts it multiplies.
 
 #include <ATen/Parallel.h>

@@ -21,7 +21,7 @@ from gguf import GGMLQuantizationType
 
 from engine.kernels.cpu.block_unpack import UnpackedBlocks, unpack_blocks
 
-# NOTE: output columns per panel, as quantized.h's kCols.
+# NOTE: output columns per panel, as panel_kernels.h's kCols.
 PANEL_COLUMNS = 16
 # NOTE: rows unpacked at a time when packing (whole panels).
 _PACK_ROWS = 256 * PANEL_COLUMNS
@@ -30,7 +30,7 @@ ISA_ENV = "GOMGR_CPU_QUANT_ISA"
 
 
 class PackedFormat(enum.IntEnum):
-    """quantized.h's ``Format``."""
+    """panel_kernels.h's ``Format``."""
 
     NIBBLE32 = 0
     FIVE32 = 1

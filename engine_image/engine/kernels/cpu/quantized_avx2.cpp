@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-#include "quantized.h"
+#include "panel_kernels.h"
 
 #define GOMGR_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <utility>
 
-#include "quantized.h"
+#include "panel_kernels.h"
 
 #define GOMGR_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define GOMGR_TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))

@@ -1,4 +1,4 @@
-// y = x @ W^T (+ bias) over weights repacked from GGUF blocks (quantized.h has the formats),
+// y = x @ W^T (+ bias) over weights repacked from GGUF blocks (panel_kernels.h has the formats),
 // for one or several parts stacked along the output dimension (fused q/k/v, gate/up) whose
 // formats may differ. The activations are quantized to int8 (int8_activations.cpp) once per
 // call for every int part; the panels of all parts share one parallel loop, so small parts

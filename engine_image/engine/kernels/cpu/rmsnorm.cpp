@@ -19,9 +19,6 @@
 
 namespace {
 
-// NOTE: rows per task: below ~32K elements a second thread costs more than it saves.
-constexpr int64_t kGrainElements = 32768;
-
 float inverse_rms(const float* x, int64_t n, float eps) {
   vec8 acc[4] = {};
   int64_t i = 0;
@@ -54,7 +51,7 @@ void check_rows(const at::Tensor& t, const char* name, int64_t width) {
 
 template <typename RowFn>
 void for_each_row(int64_t rows, int64_t width, const RowFn& fn) {
-  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(width, 1));
+  const int64_t grain = std::max<int64_t>(1, gomgr_cpu::kGrainElements / std::max<int64_t>(width, 1));
   at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) fn(r);
   });

@@ -6,6 +6,9 @@
 // NOTE: the same two products and one sum torch computes, each rounded on its own: no fused
 // multiply-add (fp-contract off), so the result is bit-identical to RopeAngles.rotate_heads.
 
+// NOTE: pushed and popped, so that the build's unity unit (build.py) compiles the files after
+// this one as their own flags say.
+#pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 
 #include <ATen/Parallel.h>
@@ -19,8 +22,6 @@
 #include "vec8.h"
 
 namespace {
-
-constexpr int64_t kGrainElements = 32768;
 
 // A [tokens, heads, D] float32 view whose heads and elements are contiguous.
 void check_heads(const at::Tensor& t, const char* name) {
@@ -47,7 +48,7 @@ void rotary_heads(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
   const float* sp = sin_signed.data_ptr<float>();
   float* op = out.data_ptr<float>();
   const int64_t xs = x.stride(0), os = out.stride(0), half = D / 2;
-  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(H * D, 1));
+  const int64_t grain = std::max<int64_t>(1, gomgr_cpu::kGrainElements / std::max<int64_t>(H * D, 1));
   at::parallel_for(0, T, grain, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const float* c = cp + t * D;
@@ -84,7 +85,7 @@ void store_kv(const at::Tensor& k, const at::Tensor& v, const at::Tensor& k_buff
   const float* kp = k.data_ptr<float>();
   const float* vp = v.data_ptr<float>();
   const int64_t ks = k.stride(0), vs = v.stride(0);
-  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(2 * row, 1));
+  const int64_t grain = std::max<int64_t>(1, gomgr_cpu::kGrainElements / std::max<int64_t>(2 * row, 1));
   if (bf16) {
     uint16_t* kb = static_cast<uint16_t*>(k_buffer.data_ptr());
     uint16_t* vb = static_cast<uint16_t*>(v_buffer.data_ptr());
@@ -118,3 +119,5 @@ TORCH_LIBRARY_FRAGMENT(gomgr_cpu, m) {
   m.def("store_kv(Tensor k, Tensor v, Tensor(a!) k_buffer, Tensor(b!) v_buffer, Tensor loc) -> ()");
   m.impl("store_kv", &gomgr_cpu::store_kv);
 }
+
+#pragma GCC pop_options
