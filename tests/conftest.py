@@ -67,7 +67,7 @@ def smollm2_dir() -> Path:
 
     Pulled with the real `pull_model` into the store named by $GOMGR_MODELS_DIR, else the
     user's default store (~/.local/share/gomgr/models), so only the first run anywhere pays
-    the download and the ~35 s conversion; later runs find it in milliseconds. Concurrent
+    the download and the ~20 s conversion; later runs find it in milliseconds. Concurrent
     sessions wait on the store's per-repo lock instead of converting twice.
     """
     from manager.models.pull import pull_model

