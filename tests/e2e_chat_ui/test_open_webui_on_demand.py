@@ -29,43 +29,42 @@ pytestmark = [pytest.mark.slow, pytest.mark.chat_ui]
 LOAD_AND_ANSWER_MS = 420_000
 
 
-@pytest.fixture(params=list(Connection))
-def connection(request: pytest.FixtureRequest) -> Connection:
-    return Connection(request.param)
+OnDemand = dict[Connection, tuple[ChatStack, OpenWebUI]]
 
 
-@pytest.fixture
-def on_demand_stack(
-    tmp_path: Path, smollm2_dir: Path, connection: Connection
-) -> Iterator[ChatStack]:
-    """OpenAI: `gomgr router start`, as the issue's user runs it; Ollama: `gomgr serve
-    --ollama-port` (the background router has no Ollama port)."""
-    stack = isolated_stack(tmp_path, smollm2_dir.parents[1])
+@pytest.fixture(scope="module")
+def on_demand(
+    tmp_path_factory: pytest.TempPathFactory, smollm2_dir: Path, open_webui_executable: Path
+) -> Iterator[OnDemand]:
+    """Per connection, a stack with no engine and an Open WebUI on it, the Open WebUIs started
+    together (each takes ~20-60 s). OpenAI: `gomgr router start`, as the issue's user runs it;
+    Ollama: `gomgr serve --ollama-port` (the background router has no Ollama port)."""
+    started: OnDemand = {}
+    stacks: list[ChatStack] = []
     try:
-        if connection is Connection.OPENAI:
-            stack.start_background_router()
-        else:
-            stack.serve_router(tmp_path / "router.log")
-        yield stack
-    finally:
-        stack.close()
-
-
-@pytest.fixture
-def webui(
-    tmp_path: Path, open_webui_executable: Path, on_demand_stack: ChatStack, connection: Connection
-) -> Iterator[OpenWebUI]:
-    started = launch_open_webui(open_webui_executable, connection, on_demand_stack, tmp_path)
-    try:
-        started.served.wait_ready(f"{started.url}/health", START_TIMEOUT_S)
+        for connection in Connection:
+            root = tmp_path_factory.mktemp(f"on_demand_{connection}")
+            stacks.append(stack := isolated_stack(root, smollm2_dir.parents[1]))
+            if connection is Connection.OPENAI:
+                stack.start_background_router()
+            else:
+                stack.serve_router(root / "router.log")
+            started[connection] = (stack, launch_open_webui(open_webui_executable, connection, stack, root))
+        for _, webui in started.values():
+            webui.served.wait_ready(f"{webui.url}/health", START_TIMEOUT_S)
         yield started
     finally:
-        started.served.stop()
+        for _, webui in started.values():
+            webui.served.stop()
+        for stack in stacks:
+            stack.close()
 
 
+@pytest.mark.parametrize("connection", list(Connection))
 def test_lists_an_unloaded_model_and_chats_with_it(
-    on_demand_stack: ChatStack, webui: OpenWebUI, open_chat: OpenChat, smollm2_dir: Path
+    connection: Connection, on_demand: OnDemand, open_chat: OpenChat, smollm2_dir: Path
 ) -> None:
+    on_demand_stack, webui = on_demand[connection]
     stored = ModelStore(smollm2_dir.parents[1]).get(RepoId.parse(SMOLLM2_REPO))
     assert stored is not None
     model = served_name(stored)
