@@ -24,6 +24,7 @@ from gguf import GGUFReader
 from gguf.quants import dequantize
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
+from tests.support.batched_greedy import greedy_in_one_batch
 from tests.support.gguf_files import CACHE_DIR, hf_name, llama_cpp_unpermute
 
 PAD = 0  # the left padding's id: masked out, so any token would do
@@ -90,36 +91,15 @@ def _model(gguf: Path, base: Path | None) -> PreTrainedModel:
 
 
 def _generate(model: PreTrainedModel, prompts: list[list[int]], max_new: int) -> list[Greedy]:
-    """All prompts in one left-padded batch, every row exactly ``max_new`` tokens long.
-
-    NOTE: a step reads the float32 weights once for all prompts (7 s where a prompt at a time
-    took 44 s for SmolLM2's 20 prompts, tests/engine/core/test_greedy_matches_transformers.py);
-    the log-probs differ from a prompt at a time by < 3e-5.
-    """
-    width = max(len(ids) for ids in prompts)
-    padded = torch.tensor([[PAD] * (width - len(ids)) + ids for ids in prompts])
-    mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts])
-    with torch.inference_mode():
-        out = model.generate(
-            padded,
-            attention_mask=mask,
-            max_new_tokens=max_new,
-            min_new_tokens=max_new,
-            do_sample=False,
-            output_logits=True,
-            return_dict_in_generate=True,
-            pad_token_id=PAD,
-        )
     refs = []
-    for row in range(len(prompts)):
-        new = out.sequences[row, width:].tolist()
+    for row in greedy_in_one_batch(model, prompts, max_new, pad=PAD, min_new=max_new):
         logprobs, margins = [], []
-        for step, token in zip(out.logits, new):
-            lp = torch.log_softmax(step[row].float(), -1)
+        for step, token in zip(row.logits, row.ids):
+            lp = torch.log_softmax(step.float(), -1)
             top = lp.topk(2).values
             logprobs.append(lp[token].item())
             margins.append((top[0] - top[1]).item())
-        refs.append(Greedy(new, logprobs, margins))
+        refs.append(Greedy(row.ids, logprobs, margins))
     return refs
 
 
