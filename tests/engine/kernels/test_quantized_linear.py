@@ -27,6 +27,9 @@ from tests.support.random_blocks import HALF_TYPES, random_block_tensor
 
 T = GGMLQuantizationType
 INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K)
+ISAS = pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512, Isa.AMX], ids=["avx2", "avx512", "amx"])
+# NOTE: the start of each path's kernel_path (F16 weights have one path: F16C).
+_PATH_PREFIX = {Isa.AVX2: "avx2", Isa.AVX512: "avx512", Isa.AMX: "amx"}
 
 @pytest.fixture(scope="module")
 def kernels():
@@ -36,7 +39,9 @@ def kernels():
 
 
 def _require_isa(qtype: GGMLQuantizationType, isa: Isa) -> None:
-    if isa == Isa.AVX512 and qtype == T.BF16:
+    if isa == Isa.AMX and qtype != T.F16:
+        require_cpu("amx_tile", "amx_int8", "amx_bf16", "avx512_vnni", "avx512_bf16")
+    elif isa == Isa.AVX512 and qtype == T.BF16:
         require_cpu("avx512f", "avx512_bf16")
     elif isa == Isa.AVX512 and qtype in INT_TYPES:
         require_cpu("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
@@ -49,7 +54,7 @@ def _rounded_activations(kernels, x: torch.Tensor, qtype: GGMLQuantizationType, 
     if qtype in INT_TYPES:
         q, scale = quantize_activations(kernels, x)
         return q.double() * scale.double().repeat_interleave(32, dim=1)
-    if qtype == T.BF16 and isa == Isa.AVX512:
+    if qtype == T.BF16 and isa in (Isa.AVX512, Isa.AMX):
         return x.bfloat16().double()
     return x.double()
 
@@ -72,12 +77,12 @@ def _rounding_bound(x: torch.Tensor, qtype: GGMLQuantizationType, isa: Isa) -> t
     if qtype in INT_TYPES:
         block_max = x.double().abs().view(x.shape[0], -1, 32).amax(dim=2)
         return (block_max / 254).repeat_interleave(32, dim=1) * (1 + 1e-6)
-    if qtype == T.BF16 and isa == Isa.AVX512:
+    if qtype == T.BF16 and isa in (Isa.AVX512, Isa.AMX):
         return x.double().abs() * 2.0**-8
     return torch.zeros_like(x, dtype=torch.float64)
 
 
-@pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512], ids=["avx2", "avx512"])
+@ISAS
 @pytest.mark.parametrize("qtype", INT_TYPES + HALF_TYPES, ids=lambda t: t.name)
 @pytest.mark.parametrize("rows", [1, 3, 8, 33, 64])
 def test_quantized_linear_matches_float64(kernels, qtype: GGMLQuantizationType, isa: Isa, rows: int) -> None:
@@ -86,14 +91,14 @@ def test_quantized_linear_matches_float64(kernels, qtype: GGMLQuantizationType, 
     weight = random_block_tensor(qtype, 37, in_features, seed=rows)
     x = torch.randn(rows, in_features, generator=torch.Generator().manual_seed(rows))
     layer = QuantizedLinear([weight], isa=isa)
-    assert ("avx512" in layer.kernel_path) == (isa == Isa.AVX512 and qtype != T.F16), layer.kernel_path
+    assert layer.kernel_path.startswith(_PATH_PREFIX[isa] if qtype != T.F16 else "f16c"), layer.kernel_path
     got = layer(x)
     assert got.shape == (rows, 37) and got.dtype == torch.float32
     _check(got, _rounded_activations(kernels, x, qtype, isa), x, weight.dequantize(), None,
            _rounding_bound(x, qtype, isa))
 
 
-@pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512], ids=["avx2", "avx512"])
+@ISAS
 def test_fused_parts_of_mixed_types_with_bias(kernels, isa: Isa) -> None:
     """q/k/v-like parts of three types (column counts across panel edges) and one bias."""
     _require_isa(T.Q4_K, isa)
@@ -106,7 +111,7 @@ def test_fused_parts_of_mixed_types_with_bias(kernels, isa: Isa) -> None:
 
 
 # NOTE: one row; a tile of the rest (16-row tiles on AVX-512); two 256-row blocks and a partial.
-@pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512], ids=["avx2", "avx512"])
+@ISAS
 @pytest.mark.parametrize("rows", [1, 37, 600])
 def test_fused_gate_up_is_silu_and_mul_of_the_product_bit_for_bit(kernels, isa: Isa, rows: int) -> None:
     """Gate and up of two types (a last panel of 5 columns) with a bias, against the unfused
@@ -119,6 +124,21 @@ def test_fused_gate_up_is_silu_and_mul_of_the_product_bit_for_bit(kernels, isa: 
     kernels.silu_and_mul(layer(x), expected)
     got = layer.gated(x)
     assert got is not None and torch.equal(got, expected)
+
+
+@pytest.mark.parametrize("qtype", INT_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("rows", [16, 40])
+def test_amx_int8_gives_the_bits_of_the_vnni_kernel(kernels, qtype: GGMLQuantizationType, rows: int) -> None:
+    """The AMX tiles' integer dots are the VNNI kernel's, and the float formula is the same
+    code: whole tiles (and, at 40 rows, 8 rows on VNNI) equal bit for bit, for an odd number
+    of groups too (288 = 9 groups of 32; the K-quants need 256s)."""
+    _require_isa(qtype, Isa.AMX)
+    in_features = 288 if qtype in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0) else 768
+    weight = random_block_tensor(qtype, 37, in_features, seed=rows)
+    x = torch.randn(rows, in_features, generator=torch.Generator().manual_seed(rows))
+    bias = torch.randn(37)
+    got = QuantizedLinear([weight], bias, isa=Isa.AMX)(x)
+    assert torch.equal(got, QuantizedLinear([weight], bias, isa=Isa.AVX512)(x))
 
 
 def test_gate_up_of_unequal_parts_is_not_fused(kernels) -> None:

@@ -95,6 +95,14 @@ void bf16_panel_avx512(const uint32_t* xb, int64_t K2, int64_t m0, int64_t rows,
                        const float* bias, float* y, int64_t ldy, int64_t cols);
 void bf16_panel_avx2(const float* x, int64_t ldx, int64_t K2, int64_t m0, int64_t rows, const uint8_t* panel,
                      const float* bias, float* y, int64_t ldy, int64_t cols);
+// AMX (amx-tile, amx-int8, amx-bf16, with AVX-512 VNNI and BF16 for what does not fill a tile):
+// whether this CPU has it and Linux lets the process use it (asked once), and the kernels, with
+// the signatures of the AVX-512 ones they stand in for.
+bool amx_usable();
+void int_panel_amx(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel, Format f, const float* bias,
+                   float* y, int64_t ldy, int64_t cols);
+void bf16_panel_amx(const uint32_t* xb, int64_t K2, int64_t m0, int64_t rows, const uint8_t* panel,
+                    const float* bias, float* y, int64_t ldy, int64_t cols);
 void f16_panel_f16c(const float* x, int64_t ldx, int64_t K, int64_t m0, int64_t rows, const uint8_t* panel,
                     const float* bias, float* y, int64_t ldy, int64_t cols);
 

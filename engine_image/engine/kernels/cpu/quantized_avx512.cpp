@@ -13,9 +13,9 @@
 #include <cstring>
 #include <utility>
 
+#include "group_quants_avx512.h"
 #include "panel_kernels.h"
 
-#define GOMGR_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define GOMGR_TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 namespace gomgr_quant {
@@ -27,22 +27,14 @@ constexpr int kIntRowTile = 16;
 // NOTE: eight independent accumulators hide vdpbf16ps's latency (one chain per row).
 constexpr int kHalfRowTile = 8;
 
-template <bool kHalf>
-GOMGR_TARGET_VNNI inline __m512 load_scales(const uint8_t* p) {
-  if constexpr (kHalf) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  return _mm512_loadu_ps(p);
-}
-
 template <int MR, Format F>
 GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* panel, const float* bias, float* y,
                                 int64_t ldy, __mmask16 mask) {
-  constexpr Format Q = quant_format(F);
   constexpr int32_t Z = zero_point(F);
   constexpr int64_t G = group_size(F);
   constexpr int kSteps = G / 4;
   constexpr int64_t kGroupBytes = group_bytes(F);
-  const int64_t groups = x.K / G, blocks = x.K / kActBlock;
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const int64_t groups = x.K / G;
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
@@ -51,46 +43,22 @@ GOMGR_TARGET_VNNI void int_tile(const Int8Rows& x, int64_t m0, const uint8_t* pa
     const __m512 minimum = Z == 0 ? load_scales<half_scales(F)>(gp + kCols * scale_bytes(F)) : _mm512_setzero_ps();
     const uint8_t* quants = gp + group_fields(F) * kCols * scale_bytes(F);
     __m512i w[kSteps];
-    if constexpr (Q == kNibble32 || Q == kFive32) {
-      for (int i = 0; i < 4; ++i) {
-        const __m512i v = _mm512_loadu_si512(quants + 64 * i);
-        w[i] = _mm512_and_si512(v, low4);
-        w[i + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-      }
-      if constexpr (Q == kFive32) {
-        const __m512i fifth = _mm512_loadu_si512(quants + 256);
-        for (int t = 0; t < kSteps; ++t) {
-          const __mmask64 set = _mm512_test_epi8_mask(fifth, _mm512_set1_epi8(char(1 << t)));
-          w[t] = _mm512_mask_add_epi8(w[t], set, w[t], _mm512_set1_epi8(16));
-        }
-      }
-    } else {
-      for (int t = 0; t < kSteps; ++t) w[t] = _mm512_loadu_si512(quants + 64 * t);
-    }
+    load_group_quants<F>(quants, w);
     const int64_t k0 = g * G;
     // NOTE: unrolled, so that acc[] stays in registers (a rolled loop keeps it on the stack).
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const int64_t m = m0 + r;
       const int8_t* xq = x.q + m * x.K + k0;
-      const int64_t block = m * blocks + k0 / kActBlock;
-      // NOTE: two dependency chains instead of one halve the wait on vpdpbusd's latency; a
-      // symmetric format's first starts at -Z sum(q) (exact: |sum| <= 32 x 127).
-      const int32_t start = Z == 0 ? 0 : -Z * (G == 16 ? x.n16[m * (x.K / 16) + k0 / 16] : x.n32[block]);
-      __m512i dot[2] = {_mm512_set1_epi32(start), _mm512_setzero_si512()};
+      // NOTE: two dependency chains instead of one halve the wait on vpdpbusd's latency.
+      __m512i dot[2] = {_mm512_set1_epi32(group_dot_start<F>(x, m, k0)), _mm512_setzero_si512()};
 #pragma GCC unroll 8
       for (int t = 0; t < kSteps; ++t) {
         int32_t four;
         std::memcpy(&four, xq + 4 * t, 4);
         dot[t & 1] = _mm512_dpbusd_epi32(dot[t & 1], w[t], _mm512_set1_epi32(four));
       }
-      const __m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(dot[0], dot[1]));
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.dx[block])), scale, acc[r]);
-      if constexpr (Z == 0) {
-        const int32_t n = G == 16 ? x.n16[m * (x.K / 16) + k0 / 16] : x.n32[block];
-        const float sx = x.dx[block] * static_cast<float>(n);
-        acc[r] = _mm512_fmadd_ps(minimum, _mm512_set1_ps(sx), acc[r]);
-      }
+      acc[r] = add_group_dot<F>(acc[r], _mm512_add_epi32(dot[0], dot[1]), x, m, k0, scale, minimum);
     }
   }
   const __m512 b = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();

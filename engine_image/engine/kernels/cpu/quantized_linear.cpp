@@ -5,7 +5,8 @@
 // do not idle threads.
 //
 // Kernel choice: the best the CPU runs (__builtin_cpu_supports), or forced by `isa`
-// (0: AVX2 / F16C, 1: AVX-512) so that tests run every path the machine can run.
+// (0: AVX2 / F16C, 1: AVX-512, 2: AMX, with AVX-512 for rows that do not fill a tile) so
+// that tests run every path the machine can run.
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -30,7 +31,7 @@ namespace {
 
 constexpr int64_t kRowBlock = 256;
 
-enum class Kernel { kVnni, kAvx2Int, kBf16Avx512, kBf16Avx2, kF16c };
+enum class Kernel { kAmxInt8, kVnni, kAvx2Int, kBf16Amx, kBf16Avx512, kBf16Avx2, kF16c };
 
 bool has_vnni() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -41,14 +42,19 @@ bool has_avx512_bf16() { return __builtin_cpu_supports("avx512f") && __builtin_c
 
 Kernel resolve(int64_t format, int64_t isa) {
   TORCH_CHECK(format >= kNibble32 && format <= kLastFormat, "unknown packed weight format ", format);
-  TORCH_CHECK(isa >= -1 && isa <= 1, "isa must be -1 (best), 0 (AVX2) or 1 (AVX-512), got ", isa);
+  TORCH_CHECK(isa >= -1 && isa <= 2, "isa must be -1 (best), 0 (AVX2), 1 (AVX-512) or 2 (AMX), got ", isa);
+  TORCH_CHECK(isa != 2 || amx_usable(),
+              "the AMX kernels need a CPU with amx_tile, amx_int8, amx_bf16, avx512_vnni and avx512_bf16 (and Linux 5.16+)");
   const Format f = static_cast<Format>(format);
+  const bool amx = isa == 2 || (isa == -1 && amx_usable());
   if (f == kF16) return Kernel::kF16c;
   if (f == kBF16) {
     TORCH_CHECK(isa != 1 || has_avx512_bf16(), "the AVX512-BF16 kernel needs a CPU with avx512_bf16");
+    if (amx) return Kernel::kBf16Amx;
     return (isa == 1 || (isa == -1 && has_avx512_bf16())) ? Kernel::kBf16Avx512 : Kernel::kBf16Avx2;
   }
   TORCH_CHECK(isa != 1 || has_vnni(), "the AVX-512 VNNI kernel needs a CPU with avx512_vnni (and avx512bw, avx512vl)");
+  if (amx) return Kernel::kAmxInt8;
   return (isa == 1 || (isa == -1 && has_vnni())) ? Kernel::kVnni : Kernel::kAvx2Int;
 }
 
@@ -100,7 +106,7 @@ struct Operands {
       total_panels += count;
       N += out_features[i];
       any_int |= is_int(f);
-      any_bf16_avx512 |= kernel == Kernel::kBf16Avx512;
+      any_bf16_avx512 |= kernel == Kernel::kBf16Avx512 || kernel == Kernel::kBf16Amx;
       any_bf16_avx2 |= kernel == Kernel::kBf16Avx2;
     }
     if (bias_.has_value()) {
@@ -141,17 +147,23 @@ struct Operands {
     // and m0 is 0, so that y may be a scratch tile.
     const int64_t K2 = (K + 1) / 2, blocks = K / kActBlock;
     switch (part.kernel) {
+      case Kernel::kAmxInt8:
       case Kernel::kVnni:
       case Kernel::kAvx2Int: {
         const Int8Rows from{rows8.q + r0 * K, rows8.dx + r0 * blocks, rows8.n16 + r0 * (K / 16),
                             rows8.n32 + r0 * blocks, K};
-        if (part.kernel == Kernel::kVnni) int_panel_avx512_vnni(from, 0, rows, w, part.format, b, y, ldy, cols);
+        if (part.kernel == Kernel::kAmxInt8) int_panel_amx(from, 0, rows, w, part.format, b, y, ldy, cols);
+        else if (part.kernel == Kernel::kVnni) int_panel_avx512_vnni(from, 0, rows, w, part.format, b, y, ldy, cols);
         else int_panel_avx2(from, 0, rows, w, part.format, b, y, ldy, cols);
         break;
       }
-      case Kernel::kBf16Avx512:
-        bf16_panel_avx512(reinterpret_cast<const uint32_t*>(xb.data_ptr<int32_t>()) + r0 * K2, K2, 0, rows, w, b, y, ldy, cols);
+      case Kernel::kBf16Amx:
+      case Kernel::kBf16Avx512: {
+        const uint32_t* pairs = reinterpret_cast<const uint32_t*>(xb.data_ptr<int32_t>()) + r0 * K2;
+        if (part.kernel == Kernel::kBf16Amx) bf16_panel_amx(pairs, K2, 0, rows, w, b, y, ldy, cols);
+        else bf16_panel_avx512(pairs, K2, 0, rows, w, b, y, ldy, cols);
         break;
+      }
       case Kernel::kBf16Avx2:
         bf16_panel_avx2(xf.data_ptr<float>() + r0 * xf.stride(0), xf.stride(0), K2, 0, rows, w, b, y, ldy, cols);
         break;
@@ -204,8 +216,10 @@ namespace {
 
 std::string quantized_kernel(int64_t format, int64_t isa) {
   switch (resolve(format, isa)) {
+    case Kernel::kAmxInt8: return "amx-int8 (avx512-vnni int8 under 16 rows)";
     case Kernel::kVnni: return "avx512-vnni int8";
     case Kernel::kAvx2Int: return "avx2 int8";
+    case Kernel::kBf16Amx: return "amx-bf16 (avx512-bf16 under 16 rows)";
     case Kernel::kBf16Avx512: return "avx512-bf16";
     case Kernel::kBf16Avx2: return "avx2 bf16->fp32";
     case Kernel::kF16c: return "f16c fp16->fp32";
