@@ -7,6 +7,8 @@ Two references, two tolerances:
     the products' magnitudes (K/32 <= 48 float32 adds of error 6e-8 each: 3e-6 at worst);
 (b) the weights times the float activations: the activation rounding's own worst case on top,
     half a step (max|x_block| / 254 for int8, 2^-8 |x| for bf16) times |w|, summed over k.
+The AMX path widens int weights to bf16 from AMX_WIDEN_ROWS rows: there (a) is bf16 x times bf16
+w, and (b) adds the weights' rounding (2^-8 |w|) times |x| as well.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K)
 ISAS = pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512, Isa.AMX], ids=["avx2", "avx512", "amx"])
 # NOTE: the start of each path's kernel_path (F16 weights have one path: F16C).
 _PATH_PREFIX = {Isa.AVX2: "avx2", Isa.AVX512: "avx512", Isa.AMX: "amx"}
+AMX_WIDEN_ROWS = 64  # quantized_linear.cpp's kWidenRows
 
 @pytest.fixture(scope="module")
 def kernels():
@@ -49,36 +52,46 @@ def _require_isa(qtype: GGMLQuantizationType, isa: Isa) -> None:
         require_cpu("avx2", "fma", "f16c")
 
 
+def _widened(qtype: GGMLQuantizationType, isa: Isa, rows: int) -> bool:
+    """Whether the kernel multiplies bf16 weights and activations (AMX, from AMX_WIDEN_ROWS rows)."""
+    return (qtype == T.BF16 and isa in (Isa.AVX512, Isa.AMX)) or (
+        qtype in INT_TYPES and isa == Isa.AMX and rows >= AMX_WIDEN_ROWS
+    )
+
+
 def _rounded_activations(kernels, x: torch.Tensor, qtype: GGMLQuantizationType, isa: Isa) -> torch.Tensor:
     """``x`` as the kernel multiplies it, in float64."""
+    if _widened(qtype, isa, x.shape[0]):
+        return x.bfloat16().double()
     if qtype in INT_TYPES:
         q, scale = quantize_activations(kernels, x)
         return q.double() * scale.double().repeat_interleave(32, dim=1)
-    if qtype == T.BF16 and isa in (Isa.AVX512, Isa.AMX):
-        return x.bfloat16().double()
     return x.double()
 
 
 def _check(got: torch.Tensor, x_used: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-           rounding: torch.Tensor) -> None:
-    """(a) within 1e-5 of |x_used| |W|^T of x_used W^T; (b) within ``rounding`` |W|^T more of x W^T."""
+           rounding: torch.Tensor, widened_weights: bool = False) -> None:
+    """(a) within 1e-5 of |x_used| |W_used|^T of x_used W_used^T (W_used: W, or W rounded to bf16
+    where ``widened_weights``); (b) within ``rounding`` |W|^T (and 2^-8 |x_used| |W|^T for the
+    widened weights) more of x W^T."""
     w = weight.double()
+    w_used = weight.bfloat16().double() if widened_weights else w
     b = 0 if bias is None else bias.double()
-    accumulation = 1e-5 * (x_used.abs() @ w.abs().T) + 1e-6
-    error_a = (got.double() - (x_used @ w.T + b)).abs()
+    accumulation = 1e-5 * (x_used.abs() @ w_used.abs().T) + 1e-6
+    error_a = (got.double() - (x_used @ w_used.T + b)).abs()
     assert (error_a <= accumulation).all(), f"reference (a): worst excess {(error_a - accumulation).max():.3g}"
     error_b = (got.double() - (x.double() @ w.T + b)).abs()
-    bound_b = accumulation + rounding @ w.abs().T
+    bound_b = accumulation + rounding @ w.abs().T + (2.0**-8 * x_used.abs() @ w.abs().T if widened_weights else 0)
     assert (error_b <= bound_b).all(), f"reference (b): worst excess {(error_b - bound_b).max():.3g}"
 
 
 def _rounding_bound(x: torch.Tensor, qtype: GGMLQuantizationType, isa: Isa) -> torch.Tensor:
     """Worst-case |x - x_used| per element: half an int8 step of its block, or bf16's."""
+    if _widened(qtype, isa, x.shape[0]):
+        return x.double().abs() * 2.0**-8
     if qtype in INT_TYPES:
         block_max = x.double().abs().view(x.shape[0], -1, 32).amax(dim=2)
         return (block_max / 254).repeat_interleave(32, dim=1) * (1 + 1e-6)
-    if qtype == T.BF16 and isa in (Isa.AVX512, Isa.AMX):
-        return x.double().abs() * 2.0**-8
     return torch.zeros_like(x, dtype=torch.float64)
 
 
@@ -95,7 +108,7 @@ def test_quantized_linear_matches_float64(kernels, qtype: GGMLQuantizationType, 
     got = layer(x)
     assert got.shape == (rows, 37) and got.dtype == torch.float32
     _check(got, _rounded_activations(kernels, x, qtype, isa), x, weight.dequantize(), None,
-           _rounding_bound(x, qtype, isa))
+           _rounding_bound(x, qtype, isa), widened_weights=qtype in INT_TYPES and _widened(qtype, isa, rows))
 
 
 @ISAS

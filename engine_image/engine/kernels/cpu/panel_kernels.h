@@ -103,6 +103,9 @@ void int_panel_amx(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* p
                    float* y, int64_t ldy, int64_t cols);
 void bf16_panel_amx(const uint32_t* xb, int64_t K2, int64_t m0, int64_t rows, const uint8_t* panel,
                     const float* bias, float* y, int64_t ldy, int64_t cols);
+// An int panel widened to bf16 (rounded to nearest even), then bf16_panel_amx.
+void int_panel_amx_bf16(const uint32_t* xb, int64_t K2, int64_t m0, int64_t rows, const uint8_t* panel, Format f,
+                        const float* bias, float* y, int64_t ldy, int64_t cols);
 void f16_panel_f16c(const float* x, int64_t ldx, int64_t K, int64_t m0, int64_t rows, const uint8_t* panel,
                     const float* bias, float* y, int64_t ldy, int64_t cols);
 

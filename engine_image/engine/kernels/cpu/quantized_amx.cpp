@@ -4,7 +4,9 @@
 //   or after unpacking nibbles) into 16 x 16 int32 dots, then the VNNI kernel's float formula
 //   (add_group_dot): the same integers and the same float operations, so the same bits.
 // - bf16 panels by TDPBF16PS ([K/2][16 columns][2 k] is the weight tile's layout), accumulated
-//   in the tiles over all of K.
+//   in the tiles over all of K; and int panels widened to such a panel (widen_to_bf16) where a
+//   call has enough rows to pay for the widening (the dispatcher's kWidenRows): the int8
+//   tiles' group-by-group float work is the bound there (2x the time at 512 rows).
 // Rows that do not fill a tile go to the AVX-512 kernels.
 //
 // NOTE: Linux hands out AMX state only to a process that asks (arch_prctl
@@ -166,6 +168,46 @@ GOMGR_TARGET_AMX void bf16_tiles_amx(const uint32_t* xb, int64_t K2, int64_t r0,
   }
 }
 
+// A panel of an int format as a bf16 panel ([K/2][kCols][2 k]): each weight scale * q + min in
+// float32 (as dequantize_column), rounded to bf16 (nearest even).
+template <Format F>
+GOMGR_TARGET_AMX void widen_to_bf16(const uint8_t* panel, int64_t K, uint8_t* out) {
+  constexpr int64_t G = group_size(F);
+  constexpr int kSteps = G / 4;
+  // NOTE: step t's 64 bytes are [16 columns][4 k]; a quarter of them (4 columns x 4 k) widens to
+  // 16 floats, whose columns' scales and mins are these lanes' (i / 4 + 4 j).
+  __m512i spread[4];
+  for (int j = 0; j < 4; ++j)
+    spread[j] = _mm512_add_epi32(_mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2),
+                                 _mm512_set1_epi32(4 * j));
+  // NOTE: two bf16 quarters hold 8 columns' (k0 k1) and (k2 k3) pairs alternately: the even
+  // pairs of both halves are pair row 2t, the odd ones pair row 2t + 1.
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  for (int64_t g = 0; g < K / G; ++g) {
+    const uint8_t* gp = panel + g * group_bytes(F);
+    const __m512 scale = load_scales<half_scales(F)>(gp);
+    const __m512 minimum = zero_point(F) == 0 ? load_scales<half_scales(F)>(gp + kCols * scale_bytes(F))
+                                              : _mm512_mul_ps(scale, _mm512_set1_ps(-static_cast<float>(zero_point(F))));
+    __m512 scales[4], mins[4];
+    for (int j = 0; j < 4; ++j) {
+      scales[j] = _mm512_permutexvar_ps(spread[j], scale);
+      mins[j] = _mm512_permutexvar_ps(spread[j], minimum);
+    }
+    __m512i w[kSteps];
+    load_group_quants<F>(gp + group_fields(F) * kCols * scale_bytes(F), w);
+    for (int t = 0; t < kSteps; ++t) {
+      __m512 v[4];
+      for (int j = 0; j < 4; ++j)
+        v[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(w[t], j))), scales[j], mins[j]);
+      const __m512i low = (__m512i)_mm512_cvtne2ps_pbh(v[1], v[0]), high = (__m512i)_mm512_cvtne2ps_pbh(v[3], v[2]);
+      uint8_t* rows = out + (g * G / 2 + 2 * t) * 64;
+      _mm512_storeu_si512(rows, _mm512_permutex2var_epi32(low, evens, high));
+      _mm512_storeu_si512(rows + 64, _mm512_permutex2var_epi32(low, odds, high));
+    }
+  }
+}
+
 inline __mmask16 column_mask(int64_t cols) {
   return cols >= kCols ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
 }
@@ -201,6 +243,28 @@ GOMGR_TARGET_AMX void int_panel_amx(const Int8Rows& x, int64_t m0, int64_t rows,
     }
   }
   if (tiled < rows) int_panel_avx512_vnni(x, m0 + tiled, rows - tiled, panel, f, bias, y, ldy, cols);
+}
+
+GOMGR_TARGET_AMX void int_panel_amx_bf16(const uint32_t* xb, int64_t K2, int64_t m0, int64_t rows, const uint8_t* panel,
+                                         Format f, const float* bias, float* y, int64_t ldy, int64_t cols) {
+  thread_local std::vector<uint8_t> widened;
+  widened.resize(static_cast<size_t>(K2 * 64));
+  const int64_t K = 2 * K2;
+  switch (f) {
+    case kNibble32: widen_to_bf16<kNibble32>(panel, K, widened.data()); break;
+    case kByte16: widen_to_bf16<kByte16>(panel, K, widened.data()); break;
+    case kFull32: widen_to_bf16<kFull32>(panel, K, widened.data()); break;
+    case kNibble32Half: widen_to_bf16<kNibble32Half>(panel, K, widened.data()); break;
+    case kFull32Half: widen_to_bf16<kFull32Half>(panel, K, widened.data()); break;
+    case kFive32: widen_to_bf16<kFive32>(panel, K, widened.data()); break;
+    case kFive32Half: widen_to_bf16<kFive32Half>(panel, K, widened.data()); break;
+    case kNibble32HalfZero8: widen_to_bf16<kNibble32HalfZero8>(panel, K, widened.data()); break;
+    case kFive32HalfZero16: widen_to_bf16<kFive32HalfZero16>(panel, K, widened.data()); break;
+    case kFull32HalfZero128: widen_to_bf16<kFull32HalfZero128>(panel, K, widened.data()); break;
+    case kByte16Zero32: widen_to_bf16<kByte16Zero32>(panel, K, widened.data()); break;
+    default: break;
+  }
+  bf16_panel_amx(xb, K2, m0, rows, widened.data(), bias, y, ldy, cols);
 }
 
 GOMGR_TARGET_AMX void bf16_panel_amx(const uint32_t* xb, int64_t K2, int64_t m0, int64_t rows, const uint8_t* panel,

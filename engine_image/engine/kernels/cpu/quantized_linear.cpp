@@ -30,8 +30,12 @@ namespace gomgr_quant {
 namespace {
 
 constexpr int64_t kRowBlock = 256;
+// NOTE: from this many rows the AMX path widens an int panel to bf16 once per row block and
+// multiplies it by TDPBF16PS (float sums over all of K), instead of int8 tiles whose dots are
+// scaled group by group (that float work bounds them).
+constexpr int64_t kWidenRows = 64;
 
-enum class Kernel { kAmxInt8, kVnni, kAvx2Int, kBf16Amx, kBf16Avx512, kBf16Avx2, kF16c };
+enum class Kernel { kAmxInt8, kAmxWidened, kVnni, kAvx2Int, kBf16Amx, kBf16Avx512, kBf16Avx2, kF16c };
 
 bool has_vnni() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -98,7 +102,8 @@ struct Operands {
     bool any_int = false, any_bf16_avx512 = false, any_bf16_avx2 = false;
     for (size_t i = 0; i < panels.size(); ++i) {
       const Format f = static_cast<Format>(formats[i]);
-      const Kernel kernel = resolve(f, isa);
+      const Kernel resolved = resolve(f, isa);
+      const Kernel kernel = resolved == Kernel::kAmxInt8 && M >= kWidenRows ? Kernel::kAmxWidened : resolved;
       const int64_t count = (out_features[i] + kCols - 1) / kCols, bytes = panel_bytes(f, K);
       TORCH_CHECK(panels[i].scalar_type() == at::kByte && panels[i].is_contiguous() && panels[i].numel() == count * bytes,
                   "packed part ", i, " does not match x's width (", K, ") and its out_features (", out_features[i], ")");
@@ -106,7 +111,7 @@ struct Operands {
       total_panels += count;
       N += out_features[i];
       any_int |= is_int(f);
-      any_bf16_avx512 |= kernel == Kernel::kBf16Avx512 || kernel == Kernel::kBf16Amx;
+      any_bf16_avx512 |= kernel == Kernel::kBf16Avx512 || kernel == Kernel::kBf16Amx || kernel == Kernel::kAmxWidened;
       any_bf16_avx2 |= kernel == Kernel::kBf16Avx2;
     }
     if (bias_.has_value()) {
@@ -157,10 +162,12 @@ struct Operands {
         else int_panel_avx2(from, 0, rows, w, part.format, b, y, ldy, cols);
         break;
       }
+      case Kernel::kAmxWidened:
       case Kernel::kBf16Amx:
       case Kernel::kBf16Avx512: {
         const uint32_t* pairs = reinterpret_cast<const uint32_t*>(xb.data_ptr<int32_t>()) + r0 * K2;
-        if (part.kernel == Kernel::kBf16Amx) bf16_panel_amx(pairs, K2, 0, rows, w, b, y, ldy, cols);
+        if (part.kernel == Kernel::kAmxWidened) int_panel_amx_bf16(pairs, K2, 0, rows, w, part.format, b, y, ldy, cols);
+        else if (part.kernel == Kernel::kBf16Amx) bf16_panel_amx(pairs, K2, 0, rows, w, b, y, ldy, cols);
         else bf16_panel_avx512(pairs, K2, 0, rows, w, b, y, ldy, cols);
         break;
       }
@@ -216,7 +223,8 @@ namespace {
 
 std::string quantized_kernel(int64_t format, int64_t isa) {
   switch (resolve(format, isa)) {
-    case Kernel::kAmxInt8: return "amx-int8 (avx512-vnni int8 under 16 rows)";
+    case Kernel::kAmxInt8:
+    case Kernel::kAmxWidened: return "amx-int8 from 16 rows, amx-bf16 on widened weights from 64 (avx512-vnni int8 below)";
     case Kernel::kVnni: return "avx512-vnni int8";
     case Kernel::kAvx2Int: return "avx2 int8";
     case Kernel::kBf16Amx: return "amx-bf16 (avx512-bf16 under 16 rows)";
