@@ -16,6 +16,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.serving.cpu_features import cpu_flags
 from bench.serving.peer_venv import BENCH, PeerUnavailable
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
@@ -38,6 +39,11 @@ CONFIGURE_FLAGS = (
     "-DLLAMA_BUILD_UI=OFF",
     "-DLLAMA_USE_PREBUILT_UI=OFF",
 )
+# NOTE: llama.cpp's AMX matrix multiplication (ggml_backend_amx_mul_mat) dies of SIGSEGV while
+# llama-server starts on SmolLM2's GGUFs (this version, a Xeon with AMX, 2026-12-03; gdb's
+# backtrace): where the CPU has AMX it is compiled out, and llama.cpp runs its best path that
+# works, the AVX-512 VNNI kernels with REPACK. GCC keeps an explicit -mno-* over -march=native.
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # NOTE: niced and 2 jobs: the build takes ~20 minutes on 2 shared cores and must not starve
 # whatever else the machine runs.
 NICE = ("nice", "-n", "10")
@@ -84,8 +90,9 @@ def llama_cpp_tools() -> LlamaCppTools:
     print(
         f"  building {', '.join(TARGETS)} from {source} (first use; ~20 min; log {log})", flush=True
     )
+    no_amx = (f"-DCMAKE_C_FLAGS={NO_AMX}", f"-DCMAKE_CXX_FLAGS={NO_AMX}") if "amx_int8" in cpu_flags() else ()
     _run(
-        [*NICE, "cmake", "-S", str(source), "-B", str(BUILD), *CONFIGURE_FLAGS],
+        [*NICE, "cmake", "-S", str(source), "-B", str(BUILD), *CONFIGURE_FLAGS, *no_amx],
         "cmake configure",
         log,
     )
