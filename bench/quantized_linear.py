@@ -3,7 +3,7 @@
     python -m bench.quantized_linear [--rows 1 8 32] [--types Q4_0 Q8_0 ...] [--seconds 0.3] [--threads N]
 
 Per shape (out x in), row count and GGUF type, each kernel path this CPU runs (forced: AVX2,
-AVX-512, AMX) is timed as the median of 5 runs of enough calls to fill ``--seconds``, and
+AVX-VNNI, AVX-512, AMX) is timed as the median of 5 runs of enough calls to fill ``--seconds``, and
 reported with its speed-up over fp32 PackedLinear on the same shape and rows (> 1: faster)
 and its resident bits per weight. Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 hold gguf-quantized Gaussian
 weights; K-quants random valid blocks (their speed does not depend on the values), only on
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             if in_features % GGML_QUANT_SIZES[qtype][0]:
                 continue  # K-quants need rows of whole 256-blocks (llama.cpp writes Q5_0/Q5_1/Q8_0 instead)
             part = random_block_tensor(qtype, out_features, in_features)
-            for isa in (Isa.AVX2, Isa.AVX512, Isa.AMX):
+            for isa in (Isa.AVX2, Isa.AVX_VNNI, Isa.AVX512, Isa.AMX):
                 try:
                     path = kernel_name(kernels, packed_format(qtype), isa)
                 except RuntimeError:

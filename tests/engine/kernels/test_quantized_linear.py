@@ -29,9 +29,12 @@ from tests.support.random_blocks import HALF_TYPES, random_block_tensor
 
 T = GGMLQuantizationType
 INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K)
-ISAS = pytest.mark.parametrize("isa", [Isa.AVX2, Isa.AVX512, Isa.AMX], ids=["avx2", "avx512", "amx"])
-# NOTE: the start of each path's kernel_path (F16 weights have one path: F16C).
-_PATH_PREFIX = {Isa.AVX2: "avx2", Isa.AVX512: "avx512", Isa.AMX: "amx"}
+ISAS = pytest.mark.parametrize(
+    "isa", [Isa.AVX2, Isa.AVX512, Isa.AMX, Isa.AVX_VNNI], ids=["avx2", "avx512", "amx", "avx_vnni"]
+)
+# NOTE: the start of each path's kernel_path (F16 weights have one path, F16C; AVX-VNNI is for
+# the int formats, BF16 then takes the AVX2 kernel).
+_PATH_PREFIX = {Isa.AVX2: "avx2", Isa.AVX512: "avx512", Isa.AMX: "amx", Isa.AVX_VNNI: "avx-vnni"}
 AMX_WIDEN_ROWS = 64  # quantized_linear.cpp's kWidenRows
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,9 @@ def kernels():
 
 
 def _require_isa(qtype: GGMLQuantizationType, isa: Isa) -> None:
-    if isa == Isa.AMX and qtype != T.F16:
+    if isa == Isa.AVX_VNNI:
+        require_cpu("avx_vnni", "avx2", "fma", "f16c")
+    elif isa == Isa.AMX and qtype != T.F16:
         require_cpu("amx_tile", "amx_int8", "amx_bf16", "avx512_vnni", "avx512_bf16")
     elif isa == Isa.AVX512 and qtype == T.BF16:
         require_cpu("avx512f", "avx512_bf16")
@@ -104,7 +109,8 @@ def test_quantized_linear_matches_float64(kernels, qtype: GGMLQuantizationType, 
     weight = random_block_tensor(qtype, 37, in_features, seed=rows)
     x = torch.randn(rows, in_features, generator=torch.Generator().manual_seed(rows))
     layer = QuantizedLinear([weight], isa=isa)
-    assert layer.kernel_path.startswith(_PATH_PREFIX[isa] if qtype != T.F16 else "f16c"), layer.kernel_path
+    prefix = "f16c" if qtype == T.F16 else "avx2" if (qtype, isa) == (T.BF16, Isa.AVX_VNNI) else _PATH_PREFIX[isa]
+    assert layer.kernel_path.startswith(prefix), layer.kernel_path
     got = layer(x)
     assert got.shape == (rows, 37) and got.dtype == torch.float32
     _check(got, _rounded_activations(kernels, x, qtype, isa), x, weight.dequantize(), None,
@@ -194,11 +200,15 @@ def test_tied_head_shares_the_embedding_panels(kernels) -> None:
            _rounding_bound(x, T.Q8_0, Isa.BEST))
 
 
-def test_forcing_a_path_the_cpu_lacks_names_the_feature(kernels) -> None:
-    if "avx512_vnni" in CPU_FLAGS:
-        pytest.skip("this CPU has avx512_vnni: every path runs here")
-    with pytest.raises(RuntimeError, match="avx512_vnni"):
-        QuantizedLinear([random_block_tensor(T.Q4_0, 16, 64, 0)], isa=Isa.AVX512)
+@pytest.mark.parametrize(
+    ("isa", "feature"), [(Isa.AVX512, "avx512_vnni"), (Isa.AMX, "amx_int8"), (Isa.AVX_VNNI, "avx_vnni")],
+    ids=["avx512", "amx", "avx_vnni"],
+)
+def test_forcing_a_path_the_cpu_lacks_names_the_feature(kernels, isa: Isa, feature: str) -> None:
+    if feature in CPU_FLAGS:
+        pytest.skip(f"this CPU has {feature}: the path runs here")
+    with pytest.raises(RuntimeError, match=feature):
+        QuantizedLinear([random_block_tensor(T.Q4_0, 16, 64, 0)], isa=isa)
 
 
 def test_f32_weights_use_the_fp32_packed_kernel(kernels) -> None:

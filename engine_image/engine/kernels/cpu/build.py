@@ -29,19 +29,20 @@ SOURCES = tuple(
     _HERE / name
     for name in (
         "decode_attention.cpp", "linear.cpp", "rmsnorm.cpp", "rotary.cpp", "activation.cpp",
-        "quantized_linear.cpp", "int8_activations.cpp", "quantized_avx2.cpp", "quantized_avx512.cpp", "quantized_amx.cpp",
-        "decode_stack.cpp",
+        "quantized_linear.cpp", "int8_activations.cpp", "quantized_avx2.cpp", "quantized_avx_vnni.cpp", "quantized_avx512.cpp",
+        "quantized_amx.cpp", "decode_stack.cpp",
     )
 )
 # NOTE: hashed with the sources (a change rebuilds) but not compiled on their own.
 HEADERS = (
-    _HERE / "vec8.h", _HERE / "panel_kernels.h", _HERE / "group_quants_avx512.h", _HERE / "quantized.h", _HERE / "cpu_ops.h",
+    _HERE / "vec8.h", _HERE / "panel_kernels.h", _HERE / "group_quants_avx512.h", _HERE / "int_panel_avx2.h", _HERE / "quantized.h", _HERE / "cpu_ops.h",
 )
 # NOTE: compiled each on its own; the other sources, which include torch's headers, compile as
 # one unit (a file of #includes written into the build directory). Those headers are ~5 CPU-s
 # of every unit that includes them: eight units took ~70 CPU-s, one takes ~20. The ISA files
-# include none (panel_kernels.h) and compile beside it.
-_OWN_UNITS = frozenset({"quantized_avx2.cpp", "quantized_avx512.cpp", "quantized_amx.cpp"})
+# include none (panel_kernels.h) and compile beside it (the two that compile int_panel_avx2.h
+# for different targets must be units of their own).
+_OWN_UNITS = frozenset({"quantized_avx2.cpp", "quantized_avx_vnni.cpp", "quantized_avx512.cpp", "quantized_amx.cpp"})
 # NOTE: the head sizes decode_attention.cpp instantiates; other sizes use the torch path.
 CPU_HEAD_DIMS = frozenset({16, 32, 64, 128, 256})
 # NOTE: -fopenmp at compile time only: at::parallel_for's GOMP_parallel then resolves to the

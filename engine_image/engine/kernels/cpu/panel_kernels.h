@@ -88,6 +88,8 @@ void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int64_t rows, const ui
                            const float* bias, float* y, int64_t ldy, int64_t cols);
 void int_panel_avx2(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel, Format f, const float* bias,
                     float* y, int64_t ldy, int64_t cols);
+void int_panel_avx_vnni(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel, Format f, const float* bias,
+                        float* y, int64_t ldy, int64_t cols);
 // x [M, K] (row stride ldx) rounded to bf16 (nearest even) into out [M, K rounded up to even].
 void bf16_rows_avx512(const float* x, int64_t ldx, int64_t M, int64_t K, uint16_t* out);
 // xb: x rounded to bf16, as k pairs [M, K/2] of uint32.

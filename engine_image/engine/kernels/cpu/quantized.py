@@ -25,7 +25,7 @@ from engine.kernels.cpu.block_unpack import UnpackedBlocks, unpack_blocks
 PANEL_COLUMNS = 16
 # NOTE: rows unpacked at a time when packing (whole panels).
 _PACK_ROWS = 256 * PANEL_COLUMNS
-# NOTE: "avx2", "avx512" or "amx" forces that kernel family for every GGUF layer (testing, comparing).
+# NOTE: "avx2", "avx512", "amx" or "avx_vnni" forces that kernel family for every GGUF layer (testing, comparing).
 ISA_ENV = "GOMGR_CPU_QUANT_ISA"
 
 
@@ -54,6 +54,7 @@ class Isa(enum.IntEnum):
     AVX2 = 0
     AVX512 = 1
     AMX = 2  # AMX tiles for 16 rows at a time, AVX-512 for the rows left over
+    AVX_VNNI = 3  # 256-bit vpdpbusd for the int formats (the AVX2 kernels for the half ones)
 
 
 # NOTE: the format each GGUF type packs into: fp16 scales where the file's are fp16 (Q4_0 ..
@@ -96,7 +97,7 @@ def isa_from_env() -> Isa:
     try:
         return Isa[value.upper()]
     except KeyError:
-        raise ValueError(f"{ISA_ENV} must be avx2, avx512 or amx, got {value!r}") from None
+        raise ValueError(f"{ISA_ENV} must be avx2, avx512, amx or avx_vnni, got {value!r}") from None
 
 
 def packed_format(qtype: GGMLQuantizationType) -> PackedFormat:

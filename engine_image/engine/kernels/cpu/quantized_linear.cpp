@@ -5,8 +5,8 @@
 // do not idle threads.
 //
 // Kernel choice: the best the CPU runs (__builtin_cpu_supports), or forced by `isa`
-// (0: AVX2 / F16C, 1: AVX-512, 2: AMX, with AVX-512 for rows that do not fill a tile) so
-// that tests run every path the machine can run.
+// (0: AVX2 / F16C, 1: AVX-512, 2: AMX, with AVX-512 for rows that do not fill a tile, 3:
+// AVX-VNNI for the int formats) so that tests run every path the machine can run.
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -35,23 +35,29 @@ constexpr int64_t kRowBlock = 256;
 // scaled group by group (that float work bounds them).
 constexpr int64_t kWidenRows = 64;
 
-enum class Kernel { kAmxInt8, kAmxWidened, kVnni, kAvx2Int, kBf16Amx, kBf16Avx512, kBf16Avx2, kF16c };
+enum class Kernel { kAmxInt8, kAmxWidened, kVnni, kAvxVnni, kAvx2Int, kBf16Amx, kBf16Avx512, kBf16Avx2, kF16c };
 
 bool has_vnni() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
 }
 
+bool has_avx_vnni() { return __builtin_cpu_supports("avxvnni"); }
+
 bool has_avx512_bf16() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"); }
 
 Kernel resolve(int64_t format, int64_t isa) {
   TORCH_CHECK(format >= kNibble32 && format <= kLastFormat, "unknown packed weight format ", format);
-  TORCH_CHECK(isa >= -1 && isa <= 2, "isa must be -1 (best), 0 (AVX2), 1 (AVX-512) or 2 (AMX), got ", isa);
+  TORCH_CHECK(isa >= -1 && isa <= 3, "isa must be -1 (best), 0 (AVX2), 1 (AVX-512), 2 (AMX) or 3 (AVX-VNNI), got ", isa);
   TORCH_CHECK(isa != 2 || amx_usable(),
               "the AMX kernels need a CPU with amx_tile, amx_int8, amx_bf16, avx512_vnni and avx512_bf16 (and Linux 5.16+)");
   const Format f = static_cast<Format>(format);
   const bool amx = isa == 2 || (isa == -1 && amx_usable());
   if (f == kF16) return Kernel::kF16c;
+  if (isa == 3) {
+    TORCH_CHECK(has_avx_vnni(), "the AVX-VNNI kernel needs a CPU with avx_vnni");
+    return is_int(f) ? Kernel::kAvxVnni : Kernel::kBf16Avx2;
+  }
   if (f == kBF16) {
     TORCH_CHECK(isa != 1 || has_avx512_bf16(), "the AVX512-BF16 kernel needs a CPU with avx512_bf16");
     if (amx) return Kernel::kBf16Amx;
@@ -59,7 +65,8 @@ Kernel resolve(int64_t format, int64_t isa) {
   }
   TORCH_CHECK(isa != 1 || has_vnni(), "the AVX-512 VNNI kernel needs a CPU with avx512_vnni (and avx512bw, avx512vl)");
   if (amx) return Kernel::kAmxInt8;
-  return (isa == 1 || (isa == -1 && has_vnni())) ? Kernel::kVnni : Kernel::kAvx2Int;
+  if (isa == 1 || (isa == -1 && has_vnni())) return Kernel::kVnni;
+  return isa == -1 && has_avx_vnni() ? Kernel::kAvxVnni : Kernel::kAvx2Int;
 }
 
 int64_t panel_bytes(Format f, int64_t K) {
@@ -154,11 +161,13 @@ struct Operands {
     switch (part.kernel) {
       case Kernel::kAmxInt8:
       case Kernel::kVnni:
+      case Kernel::kAvxVnni:
       case Kernel::kAvx2Int: {
         const Int8Rows from{rows8.q + r0 * K, rows8.dx + r0 * blocks, rows8.n16 + r0 * (K / 16),
                             rows8.n32 + r0 * blocks, K};
         if (part.kernel == Kernel::kAmxInt8) int_panel_amx(from, 0, rows, w, part.format, b, y, ldy, cols);
         else if (part.kernel == Kernel::kVnni) int_panel_avx512_vnni(from, 0, rows, w, part.format, b, y, ldy, cols);
+        else if (part.kernel == Kernel::kAvxVnni) int_panel_avx_vnni(from, 0, rows, w, part.format, b, y, ldy, cols);
         else int_panel_avx2(from, 0, rows, w, part.format, b, y, ldy, cols);
         break;
       }
@@ -226,6 +235,7 @@ std::string quantized_kernel(int64_t format, int64_t isa) {
     case Kernel::kAmxInt8:
     case Kernel::kAmxWidened: return "amx-int8 from 16 rows, amx-bf16 on widened weights from 64 (avx512-vnni int8 below)";
     case Kernel::kVnni: return "avx512-vnni int8";
+    case Kernel::kAvxVnni: return "avx-vnni int8";
     case Kernel::kAvx2Int: return "avx2 int8";
     case Kernel::kBf16Amx: return "amx-bf16 (avx512-bf16 under 16 rows)";
     case Kernel::kBf16Avx512: return "avx512-bf16";
