@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace gomgr_quant {
 
@@ -72,6 +73,26 @@ constexpr int64_t group_quant_bytes(Format f) {
 constexpr int64_t group_fields(Format f) { return zero_point(f) == 0 ? 2 : 1; }
 // [scale: kCols][min: kCols, without a zero point][quants]
 constexpr int64_t group_bytes(Format f) { return group_fields(f) * kCols * scale_bytes(f) + group_quant_bytes(f); }
+
+// fn(std::integral_constant<Format, F>()) for the int format f: the one switch from a format
+// known at run time to the kernels' compile-time one (nothing for BF16 and F16).
+template <typename Fn>
+inline void with_int_format(Format f, Fn&& fn) {
+  switch (f) {
+    case kNibble32: fn(std::integral_constant<Format, kNibble32>()); break;
+    case kFive32: fn(std::integral_constant<Format, kFive32>()); break;
+    case kByte16: fn(std::integral_constant<Format, kByte16>()); break;
+    case kFull32: fn(std::integral_constant<Format, kFull32>()); break;
+    case kNibble32Half: fn(std::integral_constant<Format, kNibble32Half>()); break;
+    case kFive32Half: fn(std::integral_constant<Format, kFive32Half>()); break;
+    case kFull32Half: fn(std::integral_constant<Format, kFull32Half>()); break;
+    case kNibble32HalfZero8: fn(std::integral_constant<Format, kNibble32HalfZero8>()); break;
+    case kFive32HalfZero16: fn(std::integral_constant<Format, kFive32HalfZero16>()); break;
+    case kFull32HalfZero128: fn(std::integral_constant<Format, kFull32HalfZero128>()); break;
+    case kByte16Zero32: fn(std::integral_constant<Format, kByte16Zero32>()); break;
+    default: break;
+  }
+}
 
 // x quantized per row and block of 32: q int8 in [-127, 127], dx the block's scale, n16
 // and n32 the sums of q over 16 and 32 values (times a zero point, or dx and a min).

@@ -227,20 +227,7 @@ GOMGR_TARGET_AMX void int_panel_amx(const Int8Rows& x, int64_t m0, int64_t rows,
   const int64_t tiled = rows / kTileRows * kTileRows;
   const __mmask16 mask = column_mask(cols);
   if (tiled > 0) {
-    switch (f) {
-      case kNibble32: int_rows_amx<kNibble32>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kByte16: int_rows_amx<kByte16>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kFull32: int_rows_amx<kFull32>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kNibble32Half: int_rows_amx<kNibble32Half>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kFull32Half: int_rows_amx<kFull32Half>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kFive32: int_rows_amx<kFive32>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kFive32Half: int_rows_amx<kFive32Half>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kNibble32HalfZero8: int_rows_amx<kNibble32HalfZero8>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kFive32HalfZero16: int_rows_amx<kFive32HalfZero16>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kFull32HalfZero128: int_rows_amx<kFull32HalfZero128>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      case kByte16Zero32: int_rows_amx<kByte16Zero32>(x, m0, tiled, panel, bias, y, ldy, mask); break;
-      default: break;
-    }
+    with_int_format(f, [&](auto format) { int_rows_amx<decltype(format)::value>(x, m0, tiled, panel, bias, y, ldy, mask); });
   }
   if (tiled < rows) int_panel_avx512_vnni(x, m0 + tiled, rows - tiled, panel, f, bias, y, ldy, cols);
 }
@@ -250,20 +237,7 @@ GOMGR_TARGET_AMX void int_panel_amx_bf16(const uint32_t* xb, int64_t K2, int64_t
   thread_local std::vector<uint8_t> widened;
   widened.resize(static_cast<size_t>(K2 * 64));
   const int64_t K = 2 * K2;
-  switch (f) {
-    case kNibble32: widen_to_bf16<kNibble32>(panel, K, widened.data()); break;
-    case kByte16: widen_to_bf16<kByte16>(panel, K, widened.data()); break;
-    case kFull32: widen_to_bf16<kFull32>(panel, K, widened.data()); break;
-    case kNibble32Half: widen_to_bf16<kNibble32Half>(panel, K, widened.data()); break;
-    case kFull32Half: widen_to_bf16<kFull32Half>(panel, K, widened.data()); break;
-    case kFive32: widen_to_bf16<kFive32>(panel, K, widened.data()); break;
-    case kFive32Half: widen_to_bf16<kFive32Half>(panel, K, widened.data()); break;
-    case kNibble32HalfZero8: widen_to_bf16<kNibble32HalfZero8>(panel, K, widened.data()); break;
-    case kFive32HalfZero16: widen_to_bf16<kFive32HalfZero16>(panel, K, widened.data()); break;
-    case kFull32HalfZero128: widen_to_bf16<kFull32HalfZero128>(panel, K, widened.data()); break;
-    case kByte16Zero32: widen_to_bf16<kByte16Zero32>(panel, K, widened.data()); break;
-    default: break;
-  }
+  with_int_format(f, [&](auto format) { widen_to_bf16<decltype(format)::value>(panel, K, widened.data()); });
   bf16_panel_amx(xb, K2, m0, rows, widened.data(), bias, y, ldy, cols);
 }
 

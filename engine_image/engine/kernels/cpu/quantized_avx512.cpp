@@ -117,20 +117,7 @@ inline __mmask16 column_mask(int64_t cols) {
 GOMGR_TARGET_VNNI void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel,
                                              Format f, const float* bias, float* y, int64_t ldy, int64_t cols) {
   const __mmask16 mask = column_mask(cols);
-  switch (f) {
-    case kNibble32: int_rows<kNibble32>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kByte16: int_rows<kByte16>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kFull32: int_rows<kFull32>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kNibble32Half: int_rows<kNibble32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kFull32Half: int_rows<kFull32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kFive32: int_rows<kFive32>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kFive32Half: int_rows<kFive32Half>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kNibble32HalfZero8: int_rows<kNibble32HalfZero8>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kFive32HalfZero16: int_rows<kFive32HalfZero16>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kFull32HalfZero128: int_rows<kFull32HalfZero128>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    case kByte16Zero32: int_rows<kByte16Zero32>(x, m0, rows, panel, bias, y, ldy, mask); break;
-    default: break;
-  }
+  with_int_format(f, [&](auto format) { int_rows<decltype(format)::value>(x, m0, rows, panel, bias, y, ldy, mask); });
 }
 
 GOMGR_TARGET_BF16 void bf16_rows_avx512(const float* x, int64_t ldx, int64_t M, int64_t K, uint16_t* out) {
