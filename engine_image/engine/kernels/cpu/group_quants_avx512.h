@@ -11,6 +11,11 @@
 
 namespace gomgr_quant {
 
+// The lanes of a panel's first `cols` columns (all kCols but in a last, narrower panel).
+inline __mmask16 column_mask(int64_t cols) {
+  return cols >= kCols ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+}
+
 // kCols scales (or mins) of a group, fp16 or float32 in the panel.
 template <bool kHalf>
 GOMGR_TARGET_VNNI inline __m512 load_scales(const uint8_t* p) {

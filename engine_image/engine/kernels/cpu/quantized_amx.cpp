@@ -208,10 +208,6 @@ GOMGR_TARGET_AMX void widen_to_bf16(const uint8_t* panel, int64_t K, uint8_t* ou
   }
 }
 
-inline __mmask16 column_mask(int64_t cols) {
-  return cols >= kCols ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-}
-
 }  // namespace
 
 bool amx_usable() {

@@ -108,10 +108,6 @@ GOMGR_TARGET_BF16 void bf16_tile(const uint32_t* xb, int64_t K2, int64_t m0, con
   }
 }
 
-inline __mmask16 column_mask(int64_t cols) {
-  return cols >= kCols ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-}
-
 }  // namespace
 
 GOMGR_TARGET_VNNI void int_panel_avx512_vnni(const Int8Rows& x, int64_t m0, int64_t rows, const uint8_t* panel,

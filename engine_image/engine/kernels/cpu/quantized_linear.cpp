@@ -117,7 +117,7 @@ struct Operands {
       parts.push_back({f, kernel, panels[i].data_ptr<uint8_t>(), bytes, total_panels, N, out_features[i]});
       total_panels += count;
       N += out_features[i];
-      any_int |= is_int(f);
+      any_int |= is_int(f) && kernel != Kernel::kAmxWidened;  // NOTE: widened parts read x in bf16 only
       any_bf16_avx512 |= kernel == Kernel::kBf16Avx512 || kernel == Kernel::kBf16Amx || kernel == Kernel::kAmxWidened;
       any_bf16_avx2 |= kernel == Kernel::kBf16Avx2;
     }
